@@ -1,0 +1,33 @@
+# mezzo build entry points. `make test` is what CI runs (see README.md).
+GO ?= go
+PROTO_FILES := $(shell find api/proto -name '*.proto' | sort)
+
+.PHONY: build generate protos test test-short lint clean tools
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -o bin/mezzo ./cmd/mezzo
+
+# Regenerate Go code from api/proto. Needs protoc (Debian: protobuf-compiler)
+# and protoc-gen-go at the version pinned in go.mod.
+generate: tools
+	find api -name '*.pb.go' -delete
+	protoc -I api/proto --go_out=. --go_opt=module=mezzo $(PROTO_FILES)
+
+tools:
+	@command -v protoc >/dev/null || { echo "protoc missing: apt-get install protobuf-compiler"; exit 1; }
+	$(GO) install google.golang.org/protobuf/cmd/protoc-gen-go
+
+# Rewrite the Mesos .proto files from the fact tables (rarely needed).
+protos:
+	python3 tools/facts2proto.py ../shared/reference/proto-facts.md api/proto
+
+test:
+	CGO_ENABLED=0 $(GO) build -o bin/mezzo ./cmd/mezzo
+	$(GO) vet ./...
+	$(GO) test -count=1 -timeout 20m ./...
+
+test-short:
+	$(GO) test -short -count=1 ./...
+
+clean:
+	rm -rf bin

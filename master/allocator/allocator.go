@@ -1,0 +1,159 @@
+// Package allocator decides how much of the cluster each framework is
+// offered. The master tells it what exists (agents, frameworks, what is in use)
+// and it answers, on its own schedule, with offers through a callback.
+//
+// Threading: an Allocator runs its own goroutine (Start). Every method may be
+// called from any goroutine (in practice the master's event loop); it only
+// enqueues the notification and returns. Callbacks (Options.Offer,
+// Options.Rescind) are invoked from the allocator's goroutine and must not
+// block: the master turns them into events on its own loop.
+//
+// Resource accounting: resources passed to Options.Offer count as allocated
+// to that framework (offered plus used count toward its share) until the
+// master hands them back with RecoverResources (declined, offer rescinded,
+// task finished) or the framework or agent is removed.
+//
+// This package never imports the master (DESIGN.md import rules).
+package allocator
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"mezzo/api/mesos"
+	"mezzo/internal/clock"
+	"mezzo/resources"
+)
+
+// Allocator is the master's view of an allocation policy.
+type Allocator interface {
+	// Start runs the allocation loop until Stop. Offers are made every
+	// Options.Interval and soon after any change that may free resources;
+	// changes arriving close together trigger one run (coalescing).
+	Start()
+	// Stop ends the loop; no callback is made after Stop returns.
+	Stop()
+
+	// AddFramework registers a framework. used maps agent ID to what the
+	// framework already runs there (after a failover), counted toward its share.
+	AddFramework(id string, info *mesos.FrameworkInfo, used map[string]resources.Resources, active bool, suppressedRoles []string)
+	RemoveFramework(id string)
+	ActivateFramework(id string)
+	DeactivateFramework(id string)
+	// UpdateFramework replaces the framework's info (roles, capabilities)
+	// and its set of suppressed roles.
+	UpdateFramework(id string, info *mesos.FrameworkInfo, suppressedRoles []string)
+
+	// AddAgent registers an agent with its total (non-revocable) resources.
+	// used maps framework ID to what that framework runs there.
+	AddAgent(id string, info *mesos.AgentInfo, total resources.Resources, used map[string]resources.Resources)
+	RemoveAgent(id string)
+	// UpdateAgent replaces the agent's total. Resources not currently
+	// allocated adapt immediately; allocations above the new total are
+	// left to the master (for revocable resources: Options.Rescind).
+	UpdateAgent(id string, info *mesos.AgentInfo, total resources.Resources)
+	// UpdateOversubscribed sets the agent's revocable estimate (revocable
+	// resources only), offered in the revocable stage.
+	UpdateOversubscribed(id string, oversubscribed resources.Resources)
+	ActivateAgent(id string)
+	DeactivateAgent(id string)
+
+	// RecoverResources returns resources allocated to a framework on an
+	// agent (declined, unused part of an ACCEPT, rescinded offer, finished
+	// task). A non-nil filter with positive refuse_seconds keeps those
+	// resources from being offered to that framework on that agent for
+	// that long.
+	RecoverResources(frameworkID, agentID string, r resources.Resources, filters *mesos.Filters)
+
+	// SuppressOffers stops offers to the framework for roles (all its roles
+	// if empty); ReviveOffers resumes them and clears its filters.
+	SuppressOffers(frameworkID string, roles []string)
+	ReviveOffers(frameworkID string, roles []string)
+
+	// UpdateWeights sets role weights (missing roles weigh 1).
+	UpdateWeights(weights map[string]float64)
+	// UpdateQuota sets (or with a zero Quota, clears) a role's quota.
+	UpdateQuota(role string, q Quota)
+
+	// Allocate requests an allocation run soon (coalesced with others).
+	Allocate()
+}
+
+// Quota is a role's guarantee (resources it is offered before fair
+// sharing) and limit (resources it is never allocated beyond), both as
+// scalar quantities by resource name.
+type Quota struct {
+	Guarantees map[string]float64
+	Limits     map[string]float64
+}
+
+// Offers is what one allocation gives one framework: per role, per agent.
+type Offers map[string]map[string]resources.Resources
+
+// Options configure an Allocator. Offer is required.
+type Options struct {
+	// Offer delivers resources allocated to a framework. Must not block.
+	Offer func(frameworkID string, offers Offers)
+	// Rescind asks the master to rescind outstanding offers of the
+	// framework on the agent until at least r is no longer offered
+	// (revocable resources whose estimate shrank). May be nil.
+	Rescind func(frameworkID, agentID string, r resources.Resources)
+
+	// Interval between periodic allocation runs (Mesos --allocation_interval, default 1s).
+	Interval time.Duration
+	// MinAllocatable: an agent's free resources are offered only if they
+	// contain at least one of these quantities (--min_allocatable_resources,
+	// default cpus:0.01|mem:32). Nil means the default.
+	MinAllocatable []map[string]float64
+	// Weights are initial role weights (--weights).
+	Weights map[string]float64
+	// Clock drives the interval and filter expiry. Nil means clock.Real.
+	Clock clock.Clock
+}
+
+// DefaultMinAllocatable is Mesos's --min_allocatable_resources default.
+var DefaultMinAllocatable = []map[string]float64{{"cpus": 0.01}, {"mem": 32}}
+
+// Factory builds an allocator.
+type Factory func(Options) (Allocator, error)
+
+var (
+	registryMu sync.Mutex
+	registry   = map[string]Factory{}
+)
+
+// Register makes an allocator available under name (for --allocator).
+// It panics on a duplicate name: registration happens in init functions.
+func Register(name string, f Factory) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	if _, dup := registry[name]; dup {
+		panic("allocator: duplicate registration of " + name)
+	}
+	registry[name] = f
+}
+
+// New builds the allocator registered under name.
+func New(name string, opts Options) (Allocator, error) {
+	registryMu.Lock()
+	f, ok := registry[name]
+	registryMu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("unknown allocator %q (known: %v)", name, Names())
+	}
+	return f(opts)
+}
+
+// Names lists the registered allocators, sorted.
+func Names() []string {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	var names []string
+	for n := range registry {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}

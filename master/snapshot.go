@@ -1,0 +1,123 @@
+package master
+
+import (
+	"time"
+
+	"mezzo/api/mesos"
+)
+
+// Snapshot is an immutable view of the master's state. The event loop
+// publishes a new one (atomically) after each batch of changes; HTTP readers
+// (classic endpoints, operator GET_* calls, the web UI) render from it and
+// never touch loop-owned state, so a large /master/state never delays offers.
+//
+// Nothing reachable from a Snapshot is mutated after publication: readers may
+// hold it as long as they like but must not modify it.
+type Snapshot struct {
+	// Info describes this master (id, ip, port, pid "master@ip:port", hostname, version).
+	Info *mesos.MasterInfo
+	// Leader is the leading master's info, nil if none is known. Equal to
+	// Info on the leader.
+	Leader *mesos.MasterInfo
+	// Elected reports whether this master leads.
+	Elected bool
+
+	StartTime   time.Time
+	ElectedTime time.Time // zero if not elected
+	// Flags are the master's effective flags, by Mesos name ("work_dir"),
+	// values in Mesos's string forms ("15secs").
+	Flags []Flag
+
+	Frameworks          []*FrameworkView // registered (connected or not), ID order
+	CompletedFrameworks []*FrameworkView // removed, most recent last, bounded
+	Agents              []*AgentView     // registered, ID order
+	UnreachableAgents   []*UnreachableAgent
+	// Orphan tasks belong to frameworks that have not re-subscribed after a failover.
+	OrphanTasks []*mesos.Task
+
+	// Roles known to the master (from frameworks, reservations and weights).
+	Roles []*RoleView
+
+	// Counters are the master's monotonically increasing metrics by Mesos
+	// key (e.g. "master/slave_registrations", "master/valid_status_updates").
+	// Gauges derived from the views above are computed by the renderer.
+	Counters map[string]float64
+}
+
+// Flag is one effective command-line flag.
+type Flag struct{ Name, Value string }
+
+// FrameworkView is one framework as the master sees it.
+type FrameworkView struct {
+	// Info carries the assigned ID in Info.Id.
+	Info      *mesos.FrameworkInfo
+	Active    bool // subscribed and not deactivated
+	Connected bool // has a live subscription stream
+	Recovered bool // known only from re-registering agents (after failover)
+
+	RegisteredTime   time.Time
+	ReregisteredTime time.Time // zero if never
+	UnregisteredTime time.Time // zero unless removed
+
+	Tasks            []*mesos.Task // non-terminal, including STAGING
+	UnreachableTasks []*mesos.Task
+	CompletedTasks   []*mesos.Task // terminal, most recent last, bounded
+	Offers           []*mesos.Offer
+	Executors        []*ExecutorView
+
+	// Used is the sum of the framework's task and executor resources;
+	// Offered the sum of its outstanding offers.
+	Used    []*mesos.Resource
+	Offered []*mesos.Resource
+
+	SuppressedRoles []string
+}
+
+// ExecutorView is an executor of a framework on an agent.
+type ExecutorView struct {
+	AgentID string
+	Info    *mesos.ExecutorInfo
+}
+
+// AgentView is one registered agent.
+type AgentView struct {
+	// Info carries the agent ID, hostname, port, total resources and attributes.
+	Info *mesos.AgentInfo
+	// PID is "slave(1)@ip:port"; Endpoint is "ip:port" of its HTTP server.
+	PID      string
+	Endpoint string
+	Version  string
+
+	Capabilities []*mesos.AgentInfo_Capability
+	Active       bool // registered, connected and not deactivated
+	Connected    bool
+	Deactivated  bool // deactivated by an operator (maintenance, DEACTIVATE_AGENT)
+
+	RegisteredTime   time.Time
+	ReregisteredTime time.Time // zero if never
+
+	Total   []*mesos.Resource
+	Used    []*mesos.Resource // allocated to tasks and executors
+	Offered []*mesos.Resource
+
+	// Frameworks with tasks or executors on this agent, by ID.
+	FrameworkIDs []string
+	// Task counts by state name ("TASK_RUNNING") for state-summary.
+	TaskCounts map[string]int
+}
+
+// UnreachableAgent is an agent the master stopped hearing from.
+type UnreachableAgent struct {
+	ID   string
+	Time time.Time
+}
+
+// RoleView is one role's weight, frameworks and resources.
+type RoleView struct {
+	Name       string
+	Weight     float64
+	Frameworks []string
+	Allocated  []*mesos.Resource // used by tasks and executors
+	Offered    []*mesos.Resource
+	Reserved   []*mesos.Resource
+}

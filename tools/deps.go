@@ -1,0 +1,4 @@
+//go:build tools
+
+package tools
+import (_ "pgregory.net/rapid"; _ "github.com/google/uuid")
