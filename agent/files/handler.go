@@ -1,0 +1,141 @@
+// Package files serves the agent's classic /files endpoints (/files/browse,
+// /files/read, /files/download, /files/debug, each also with a .json suffix)
+// over a set of attached folders and files, as Mesos does.
+//
+// Requests name virtual paths: the agent (package agent) attaches every
+// executor sandbox under several virtual names (its real path, the
+// .../runs/latest path, and /frameworks/<f>/executors/<e>/runs/latest) and
+// its log file at /slave/log; agent/httpapi mounts the Handler. A virtual
+// path resolves through the longest attached prefix; what follows the prefix
+// is opened inside the attached folder through os.Root, so neither ".." nor
+// a symlink can reach outside it.
+package files
+
+import (
+	"net/http"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+)
+
+// Handler serves /files/*. It is safe for concurrent use: the agent attaches
+// and detaches from its loop while HTTP requests read.
+type Handler struct {
+	mu    sync.RWMutex
+	paths map[string]string // virtual (no trailing slash) -> real path
+}
+
+// New returns a Handler with nothing attached.
+func New() *Handler { return &Handler{paths: map[string]string{}} }
+
+// Attach makes real (a directory or a file) visible at the virtual path,
+// replacing any previous attachment of that name. A symlinked real path
+// (such as a runs/latest link) is resolved now, as Mesos does, so the
+// attachment keeps pointing where the link pointed at attach time.
+func (h *Handler) Attach(virtual, real string) {
+	if r, err := filepath.EvalSymlinks(real); err == nil {
+		real = r
+	}
+	real = filepath.Clean(real)
+	if abs, err := filepath.Abs(real); err == nil {
+		real = abs
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.paths[cleanVirtual(virtual)] = real
+}
+
+// Detach removes the attachment at virtual, if any.
+func (h *Handler) Detach(virtual string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.paths, cleanVirtual(virtual))
+}
+
+// Attached returns a copy of the virtual -> real mapping (what /files/debug shows).
+func (h *Handler) Attached() map[string]string {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	out := make(map[string]string, len(h.paths))
+	for k, v := range h.paths {
+		out[k] = v
+	}
+	return out
+}
+
+// cleanVirtual strips trailing slashes, as Mesos does for attach names and lookups.
+func cleanVirtual(v string) string {
+	for len(v) > 1 && strings.HasSuffix(v, "/") {
+		v = v[:len(v)-1]
+	}
+	return v
+}
+
+// ServeHTTP routes on the last element of the URL path, so the handler works
+// mounted at /files/ or behind a prefix such as /slave(1)/files/.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch strings.TrimSuffix(path.Base(r.URL.Path), ".json") {
+	case "browse":
+		h.browse(w, r)
+	case "read":
+		h.read(w, r)
+	case "download":
+		h.download(w, r)
+	case "debug":
+		writeJSON(w, r, h.Attached())
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// target is a resolved virtual path.
+type target struct {
+	real string // the attached folder or file
+	dir  bool   // real is a folder; rel is opened inside it
+	rel  string // path inside real ("." for real itself), slash-separated
+}
+
+// resolve finds the longest attached prefix of virtual (on '/' boundaries).
+// found=false means no attachment covers it (404).
+func (h *Handler) resolve(virtual string) (t target, found bool) {
+	v := cleanVirtual(virtual)
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	prefix, suffix := v, ""
+	for {
+		if real, ok := h.paths[prefix]; ok {
+			t.real = real
+			t.rel = suffix
+			break
+		}
+		i := strings.LastIndex(prefix, "/")
+		if i < 0 || prefix == "/" {
+			return target{}, false
+		}
+		if suffix == "" {
+			suffix = prefix[i+1:]
+		} else {
+			suffix = prefix[i+1:] + "/" + suffix
+		}
+		if i == 0 {
+			prefix = "/"
+		} else {
+			prefix = prefix[:i]
+		}
+	}
+	if t.rel == "" {
+		t.rel = "."
+	}
+	fi, err := os.Stat(t.real)
+	if err != nil {
+		return target{}, false
+	}
+	t.dir = fi.IsDir()
+	if !t.dir && t.rel != "." {
+		// The attachment is a file but the request treats it as a folder.
+		return target{}, false
+	}
+	return t, true
+}
