@@ -1,4 +1,10 @@
 //go:build tools
 
 package tools
-import (_ "pgregory.net/rapid"; _ "github.com/google/uuid")
+
+import (
+	_ "github.com/google/uuid"
+	_ "github.com/hashicorp/raft"
+	_ "github.com/hashicorp/raft-boltdb/v2"
+	_ "pgregory.net/rapid"
+)

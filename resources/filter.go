@@ -1,0 +1,176 @@
+package resources
+
+import (
+	"google.golang.org/protobuf/proto"
+
+	"mezzo/api/mesos"
+)
+
+// filter keeps the items for which keep returns true. Order is preserved,
+// so no re-sorting is needed.
+func (r Resources) filter(keep func(*item) bool) Resources {
+	var out []*item
+	for _, it := range r.items {
+		if keep(it) {
+			out = append(out, it)
+		}
+	}
+	return Resources{items: out}
+}
+
+// Filter keeps the entries for which keep returns true. keep receives a
+// fresh post-refinement proto of each entry (one copy for indivisible
+// entries, whose copies are kept or dropped together) and may not retain it.
+func (r Resources) Filter(keep func(*mesos.Resource) bool) Resources {
+	return r.filter(func(it *item) bool { return keep(it.protoOne()) })
+}
+
+// Named returns the entries called name.
+func (r Resources) Named(name string) Resources {
+	return r.filter(func(it *item) bool { return it.name == name })
+}
+
+// Scalars returns the SCALAR entries.
+func (r Resources) Scalars() Resources {
+	return r.filter(func(it *item) bool { return it.typ == mesos.Value_SCALAR })
+}
+
+// Unreserved returns the resources with no reservation (role "*").
+func (r Resources) Unreserved() Resources {
+	return r.filter(func(it *item) bool { return it.role == "" })
+}
+
+// Reserved returns the resources with any reservation.
+func (r Resources) Reserved() Resources {
+	return r.filter(func(it *item) bool { return it.role != "" })
+}
+
+// ReservedTo returns the resources whose reservation stack ends with role
+// exactly (Mesos's reserved(role)).
+func (r Resources) ReservedTo(role string) Resources {
+	return r.filter(func(it *item) bool { return it.role != "" && it.role == role })
+}
+
+// AllocatableTo returns what a framework in role may be allocated:
+// unreserved resources and those reserved to role or to one of its ancestors
+// (a child role can use its ancestors' reservations).
+func (r Resources) AllocatableTo(role string) Resources {
+	return r.filter(func(it *item) bool {
+		return it.role == "" || it.role == role || IsStrictSubroleOf(role, it.role)
+	})
+}
+
+// Revocable returns the revocable resources.
+func (r Resources) Revocable() Resources {
+	return r.filter(func(it *item) bool { return it.revocable })
+}
+
+// NonRevocable returns the non-revocable resources.
+func (r Resources) NonRevocable() Resources {
+	return r.filter(func(it *item) bool { return !it.revocable })
+}
+
+// Shared returns the shared resources.
+func (r Resources) Shared() Resources {
+	return r.filter(func(it *item) bool { return it.shared })
+}
+
+// NonShared returns the non-shared resources.
+func (r Resources) NonShared() Resources {
+	return r.filter(func(it *item) bool { return !it.shared })
+}
+
+// PersistentVolumes returns the disk resources with a persistence id.
+func (r Resources) PersistentVolumes() Resources {
+	return r.filter(func(it *item) bool {
+		return it.meta != nil && it.meta.GetDisk().GetPersistence() != nil
+	})
+}
+
+// Allocated returns the resources that carry allocation_info for role
+// (AllocationInfo is set by the master on offered and used resources).
+func (r Resources) Allocated(role string) Resources {
+	return r.filter(func(it *item) bool { return it.hasAlloc && it.allocRole == role })
+}
+
+// AllocationRoles returns the distinct allocation_info roles present in r.
+func (r Resources) AllocationRoles() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, it := range r.items {
+		if it.hasAlloc && !seen[it.allocRole] {
+			seen[it.allocRole] = true
+			out = append(out, it.allocRole)
+		}
+	}
+	return out
+}
+
+// mapItems rewrites every item's identity with f and re-normalizes (the
+// rewrite may make distinct entries equal).
+func (r Resources) mapItems(f func(m *mesos.Resource)) Resources {
+	if len(r.items) == 0 {
+		return r
+	}
+	items := make([]*item, len(r.items))
+	for i, it := range r.items {
+		items[i] = it.withMeta(f)
+	}
+	return build(items)
+}
+
+// AllocatedTo returns a copy with allocation_info.role set to role on every
+// entry, as the master marks offered and used resources.
+func (r Resources) AllocatedTo(role string) Resources {
+	// One AllocationInfo shared by every entry: meta sub-messages are
+	// immutable and Proto() hands out clones.
+	ai := &mesos.Resource_AllocationInfo{Role: proto.String(role)}
+	return r.mapItems(func(m *mesos.Resource) { m.AllocationInfo = ai })
+}
+
+// WithoutAllocationInfo returns a copy with allocation_info cleared.
+func (r Resources) WithoutAllocationInfo() Resources {
+	for _, it := range r.items {
+		if it.hasAlloc {
+			return r.mapItems(func(m *mesos.Resource) { m.AllocationInfo = nil })
+		}
+	}
+	return r
+}
+
+// ToUnreserved returns a copy with every reservation removed.
+func (r Resources) ToUnreserved() Resources {
+	for _, it := range r.items {
+		if it.role != "" {
+			return r.mapItems(func(m *mesos.Resource) { m.Reservations = nil })
+		}
+	}
+	return r
+}
+
+// PushReservation returns a copy with res pushed on top of every entry's
+// reservation stack (a RESERVE operation). The result is validated, so a
+// reservation that does not refine the existing stack is an error.
+func (r Resources) PushReservation(res *mesos.Resource_ReservationInfo) (Resources, error) {
+	out := r.Proto()
+	for _, p := range out {
+		p.Reservations = append(p.Reservations, proto.Clone(res).(*mesos.Resource_ReservationInfo))
+	}
+	return FromProto(out)
+}
+
+// PopReservation returns a copy with the top reservation removed from every
+// reserved entry (an UNRESERVE operation); unreserved entries are unchanged.
+func (r Resources) PopReservation() Resources {
+	for _, it := range r.items {
+		if it.role != "" {
+			return r.mapItems(func(m *mesos.Resource) {
+				if n := len(m.Reservations); n > 0 {
+					// Clip so nobody can append into the shared array.
+					m.Reservations = m.Reservations[: n-1 : n-1]
+				}
+			})
+		}
+	}
+	return r
+}
