@@ -1,0 +1,126 @@
+package endpoints
+
+import (
+	"encoding/json"
+	"math"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// mesosMasterGauges are the keys Mesos's master always reports
+// (src/master/metrics.cpp); every one must be present.
+var mesosMasterGauges = []string{
+	"master/uptime_secs", "master/elected",
+	"master/slaves_active", "master/slaves_inactive", "master/slaves_connected",
+	"master/slaves_disconnected", "master/slaves_unreachable",
+	"master/frameworks_active", "master/frameworks_inactive", "master/frameworks_connected",
+	"master/frameworks_disconnected", "master/outstanding_offers",
+	"master/tasks_staging", "master/tasks_starting", "master/tasks_running", "master/tasks_killing",
+	"master/tasks_finished", "master/tasks_failed", "master/tasks_killed", "master/tasks_lost",
+	"master/tasks_error", "master/tasks_dropped", "master/tasks_unreachable", "master/tasks_gone",
+	"master/tasks_gone_by_operator",
+}
+
+func TestMetricsKeysAndValues(t *testing.T) {
+	mux, _ := newTestServer(t, newFakeSource(testSnapshot()))
+	rec := get(t, mux, "/metrics/snapshot?timeout=5secs")
+	if rec.Code != http.StatusOK {
+		t.Fatalf("status %d: %s", rec.Code, rec.Body)
+	}
+	var m map[string]float64
+	if err := json.Unmarshal(rec.Body.Bytes(), &m); err != nil {
+		t.Fatal(err)
+	}
+	want := append([]string{}, mesosMasterGauges...)
+	for _, r := range []string{"cpus", "gpus", "mem", "disk"} {
+		for _, kind := range []string{"total", "used", "percent"} {
+			want = append(want, "master/"+r+"_"+kind, "master/"+r+"_revocable_"+kind)
+		}
+	}
+	for _, k := range want {
+		if _, ok := m[k]; !ok {
+			t.Errorf("missing metric %s", k)
+		}
+	}
+	expect := map[string]float64{
+		"master/uptime_secs":            3600,
+		"master/elected":                1,
+		"master/slaves_active":          1,
+		"master/slaves_inactive":        1,
+		"master/slaves_connected":       1,
+		"master/slaves_disconnected":    1,
+		"master/slaves_unreachable":     1,
+		"master/frameworks_active":      1,
+		"master/frameworks_inactive":    0,
+		"master/frameworks_connected":   1,
+		"master/outstanding_offers":     1,
+		"master/tasks_running":          1,
+		"master/tasks_staging":          0,
+		"master/tasks_finished":         1, // from Counters, not from completed_tasks
+		"master/tasks_killed":           1,
+		"master/tasks_failed":           0, // absent counter reported as 0
+		"master/slave_registrations":    2, // counters are merged
+		"master/cpus_total":             7,
+		"master/cpus_used":              1,
+		"master/mem_total":              1792,
+		"master/mem_used":               128,
+		"master/cpus_revocable_total":   0,
+		"master/cpus_revocable_percent": 0,
+	}
+	for k, v := range expect {
+		if m[k] != v {
+			t.Errorf("%s = %v, want %v", k, m[k], v)
+		}
+	}
+	if got := m["master/cpus_percent"]; math.Abs(got-1.0/7) > 1e-12 {
+		t.Errorf("cpus_percent = %v", got)
+	}
+	if rec := get(t, mux, "/metrics/snapshot?timeout=soon"); rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "timeout") {
+		t.Errorf("bad timeout: %d %s", rec.Code, rec.Body)
+	}
+}
+
+func TestPrometheus(t *testing.T) {
+	mux, _ := newTestServer(t, newFakeSource(testSnapshot()))
+	rec := get(t, mux, "/metrics")
+	if rec.Code != http.StatusOK {
+		t.Fatalf("status %d", rec.Code)
+	}
+	if ct := rec.Header().Get("Content-Type"); !strings.HasPrefix(ct, "text/plain; version=0.0.4") {
+		t.Errorf("Content-Type %q", ct)
+	}
+	body := rec.Body.String()
+	for _, want := range []string{
+		"# TYPE mezzo_master_tasks_running gauge\nmezzo_master_tasks_running 1\n",
+		"# TYPE mezzo_master_tasks_finished counter\nmezzo_master_tasks_finished 1\n",
+		"# TYPE mezzo_master_slave_registrations counter\n",
+		"# HELP mezzo_master_cpus_total Mesos metric master/cpus_total\n",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("prometheus text lacks %q", want)
+		}
+	}
+	for _, line := range strings.Split(strings.TrimSpace(body), "\n") {
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		name, _, ok := strings.Cut(line, " ")
+		if !ok || strings.ContainsAny(name, "/-.") {
+			t.Errorf("bad sample line %q", line)
+		}
+	}
+}
+
+func TestPrometheusName(t *testing.T) {
+	tests := map[string]string{
+		"master/tasks_running":                    "mezzo_master_tasks_running",
+		"master/slave_removals/reason_unhealthy":  "mezzo_master_slave_removals_reason_unhealthy",
+		"allocator/mesos/allocation_run_ms/p99.9": "mezzo_allocator_mesos_allocation_run_ms_p99_9",
+	}
+	for in, want := range tests {
+		if got := PrometheusName(in); got != want {
+			t.Errorf("PrometheusName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -1,0 +1,192 @@
+package endpoints
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"mezzo/api/codec"
+	"mezzo/api/masterpb"
+	"mezzo/master"
+)
+
+// maxCallBody bounds an operator call body; the largest legitimate calls
+// (maintenance schedules, quota) are far smaller.
+const maxCallBody = 16 << 20
+
+// requiredSubMessage names the sub-message each call type must carry, as
+// Mesos's validation::master::call::validate requires. Types not listed
+// need none.
+var requiredSubMessage = map[masterpb.Call_Type]protoreflect.Name{
+	masterpb.Call_GET_METRICS:                 "get_metrics",
+	masterpb.Call_SET_LOGGING_LEVEL:           "set_logging_level",
+	masterpb.Call_LIST_FILES:                  "list_files",
+	masterpb.Call_READ_FILE:                   "read_file",
+	masterpb.Call_UPDATE_WEIGHTS:              "update_weights",
+	masterpb.Call_RESERVE_RESOURCES:           "reserve_resources",
+	masterpb.Call_UNRESERVE_RESOURCES:         "unreserve_resources",
+	masterpb.Call_CREATE_VOLUMES:              "create_volumes",
+	masterpb.Call_DESTROY_VOLUMES:             "destroy_volumes",
+	masterpb.Call_GROW_VOLUME:                 "grow_volume",
+	masterpb.Call_SHRINK_VOLUME:               "shrink_volume",
+	masterpb.Call_UPDATE_MAINTENANCE_SCHEDULE: "update_maintenance_schedule",
+	masterpb.Call_START_MAINTENANCE:           "start_maintenance",
+	masterpb.Call_STOP_MAINTENANCE:            "stop_maintenance",
+	masterpb.Call_DRAIN_AGENT:                 "drain_agent",
+	masterpb.Call_DEACTIVATE_AGENT:            "deactivate_agent",
+	masterpb.Call_REACTIVATE_AGENT:            "reactivate_agent",
+	masterpb.Call_UPDATE_QUOTA:                "update_quota",
+	masterpb.Call_SET_QUOTA:                   "set_quota",
+	masterpb.Call_REMOVE_QUOTA:                "remove_quota",
+	masterpb.Call_TEARDOWN:                    "teardown",
+	masterpb.Call_MARK_AGENT_GONE:             "mark_agent_gone",
+}
+
+// validateCall checks what Mesos checks before dispatching a master::Call;
+// the error names the missing field.
+func validateCall(c *masterpb.Call) error {
+	if c.Type == nil {
+		return errors.New("Expecting 'type' to be present")
+	}
+	if name, ok := requiredSubMessage[c.GetType()]; ok {
+		fd := c.ProtoReflect().Descriptor().Fields().ByName(name)
+		if fd == nil || !c.ProtoReflect().Has(fd) {
+			return fmt.Errorf("Expecting '%s' to be present", name)
+		}
+	}
+	return nil
+}
+
+// operator serves POST /api/v1 (and /master/api/v1), the v1 operator API.
+// Checks run in Mesos's order: leadership (307 to the leader, 503 without
+// one), method (405), Content-Type (400/415), body (400), validation (400),
+// Accept (406); then the call.
+func (h *handlers) operator(w http.ResponseWriter, r *http.Request) {
+	s := h.snapshot()
+	if !s.Elected {
+		redirectToLeader(w, r, s)
+		return
+	}
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		writeText(w, http.StatusMethodNotAllowed, "Expecting one of { 'POST' }, but received '"+r.Method+"'")
+		return
+	}
+	reqType, code, err := codec.RequestType(r)
+	if err != nil {
+		writeText(w, code, err.Error())
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxCallBody))
+	if err != nil {
+		writeText(w, http.StatusBadRequest, "Failed to read request body: "+err.Error())
+		return
+	}
+	call := &masterpb.Call{}
+	if err := codec.Unmarshal(reqType, body, call); err != nil {
+		msg := "Failed to parse body into Call protobuf: "
+		if reqType == codec.JSON {
+			msg = "Failed to convert JSON into Call protobuf: "
+		}
+		writeText(w, http.StatusBadRequest, msg+err.Error())
+		return
+	}
+	if err := validateCall(call); err != nil {
+		writeText(w, http.StatusBadRequest, "Failed to validate master::Call: "+err.Error())
+		return
+	}
+	respType, err := codec.ResponseType(r)
+	if err != nil {
+		writeText(w, http.StatusNotAcceptable, err.Error())
+		return
+	}
+
+	switch call.GetType() {
+	case masterpb.Call_SUBSCRIBE:
+		h.subscribe(w, r, respType)
+		return
+	case masterpb.Call_TEARDOWN:
+		h.teardownFramework(w, call.GetTeardown().GetFrameworkId().GetValue())
+		return
+	}
+	resp := h.getResponse(call, s)
+	if resp == nil {
+		writeText(w, http.StatusNotImplemented,
+			fmt.Sprintf("Operator call '%s' is not implemented by this master", call.GetType()))
+		return
+	}
+	h.writeMessage(w, respType, resp)
+}
+
+// writeMessage answers 200 with m encoded as mt.
+func (h *handlers) writeMessage(w http.ResponseWriter, mt codec.MediaType, m proto.Message) {
+	body, err := codec.Marshal(mt, m)
+	if err != nil {
+		h.log.Error("endpoints: encoding operator response", "err", err)
+		writeText(w, http.StatusInternalServerError, "Failed to encode response: "+err.Error())
+		return
+	}
+	w.Header().Set("Content-Type", string(mt))
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	w.Write(body)
+}
+
+// teardownFramework tears a framework down for the TEARDOWN call and the
+// classic /master/teardown form: 400 for an unknown framework, 200 with an
+// empty body and no Content-Type on success (mesos-go rejects a 200 with a
+// Content-Type for its "no data" calls).
+func (h *handlers) teardownFramework(w http.ResponseWriter, id string) {
+	if !hasFramework(h.snapshot(), id) {
+		writeText(w, http.StatusBadRequest, "No framework found with specified ID")
+		return
+	}
+	if err := h.src.Teardown(id); err != nil {
+		// The framework may have gone between the check and the call.
+		if !hasFramework(h.snapshot(), id) {
+			writeText(w, http.StatusBadRequest, "No framework found with specified ID")
+			return
+		}
+		writeText(w, http.StatusServiceUnavailable, "Failed to tear down framework: "+err.Error())
+		return
+	}
+	w.Header().Del("Content-Type")
+	w.WriteHeader(http.StatusOK)
+}
+
+func hasFramework(s *master.Snapshot, id string) bool {
+	for _, f := range s.Frameworks {
+		if f.Info.GetId().GetValue() == id {
+			return true
+		}
+	}
+	return false
+}
+
+// redirectToLeader answers a request to a master that does not lead: 307 to
+// the leader with a protocol-relative Location ("//host:port/path?query",
+// which mesos-go and browsers resolve), or 503 when no leader is known.
+func redirectToLeader(w http.ResponseWriter, r *http.Request, s *master.Snapshot) {
+	if s.Leader == nil {
+		writeText(w, http.StatusServiceUnavailable, "No leader elected")
+		return
+	}
+	host := s.Leader.GetHostname()
+	if host == "" {
+		host = leaderIP(s.Leader.GetIp())
+	}
+	w.Header().Set("Location", "//"+net.JoinHostPort(host, strconv.FormatUint(uint64(s.Leader.GetPort()), 10))+r.URL.RequestURI())
+	w.WriteHeader(http.StatusTemporaryRedirect)
+}
+
+// leaderIP decodes MasterInfo.ip, which Mesos stores in network byte order
+// read as a host (little-endian) integer: the first octet is the low byte.
+func leaderIP(ip uint32) string {
+	return net.IPv4(byte(ip), byte(ip>>8), byte(ip>>16), byte(ip>>24)).String()
+}

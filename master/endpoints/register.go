@@ -1,0 +1,107 @@
+package endpoints
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"mezzo/api/masterpb"
+	"mezzo/internal/clock"
+	"mezzo/master"
+)
+
+// Source is what the endpoints need from the master (a consumer-side
+// interface; the master's HTTP wiring passes the master itself).
+type Source interface {
+	// Snapshot returns the latest published state; never nil once the
+	// master runs.
+	Snapshot() *master.Snapshot
+	// Watch returns the snapshot at subscription and the operator events
+	// after it; the channel closes when ctx ends or the master stops.
+	Watch(ctx context.Context) (*master.Snapshot, <-chan *masterpb.Event, error)
+	// Teardown removes a framework as the operator TEARDOWN call does.
+	Teardown(frameworkID string) error
+}
+
+// DefaultHeartbeatInterval is how often an operator SUBSCRIBE stream gets a
+// HEARTBEAT event; Mesos uses 15 seconds (src/master/master.hpp).
+const DefaultHeartbeatInterval = 15 * time.Second
+
+// Options configures Register. The zero value is usable.
+type Options struct {
+	// Version is reported by /master/state and GET_VERSION; empty means
+	// mezzo's build version (internal/version).
+	Version string
+	// Logger receives request-level problems; nil means slog.Default().
+	Logger *slog.Logger
+	// Clock drives uptime and SUBSCRIBE heartbeats; nil means the wall clock.
+	Clock clock.Clock
+	// HeartbeatInterval overrides DefaultHeartbeatInterval (tests).
+	HeartbeatInterval time.Duration
+}
+
+// Register installs every endpoint on mux. Routes exist both with and
+// without the "/master" prefix, as in Mesos where the master's process id is
+// "master" and unknown first path segments are delegated to it
+// (/master/state == /state). /metrics/snapshot and /metrics belong to no
+// process and have no prefixed form.
+func Register(mux *http.ServeMux, src Source, opts Options) {
+	h := newHandlers(src, opts)
+	both := func(path string, f http.HandlerFunc) {
+		mux.HandleFunc("/master"+path, f)
+		mux.HandleFunc(path, f)
+	}
+	both("/state", h.state)
+	both("/state-summary", h.stateSummary)
+	both("/frameworks", h.frameworks)
+	both("/slaves", h.slaves)
+	both("/tasks", h.tasks)
+	both("/roles", h.roles)
+	both("/flags", h.flags)
+	both("/teardown", h.teardown)
+	both("/api/v1", h.operator)
+	mux.HandleFunc("/metrics/snapshot", h.metricsSnapshot)
+	mux.HandleFunc("/metrics", h.prometheus)
+}
+
+// handlers holds what every endpoint shares.
+type handlers struct {
+	src       Source
+	version   string
+	log       *slog.Logger
+	clock     clock.Clock
+	heartbeat time.Duration
+}
+
+func newHandlers(src Source, opts Options) *handlers {
+	h := &handlers{
+		src:       src,
+		version:   opts.Version,
+		log:       opts.Logger,
+		clock:     opts.Clock,
+		heartbeat: opts.HeartbeatInterval,
+	}
+	if h.version == "" {
+		h.version = buildInfo().Version
+	}
+	if h.log == nil {
+		h.log = slog.Default()
+	}
+	if h.clock == nil {
+		h.clock = clock.Real
+	}
+	if h.heartbeat <= 0 {
+		h.heartbeat = DefaultHeartbeatInterval
+	}
+	return h
+}
+
+// snapshot returns the current snapshot, or an empty one so that a master
+// that has not yet published still renders well-formed documents.
+func (h *handlers) snapshot() *master.Snapshot {
+	if s := h.src.Snapshot(); s != nil {
+		return s
+	}
+	return &master.Snapshot{}
+}
