@@ -1,0 +1,162 @@
+package master
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/google/uuid"
+
+	"mezzo/internal/clock"
+	"mezzo/master/allocator"
+)
+
+// DefaultAllocator is the allocator built when Config.Allocator is nil.
+const DefaultAllocator = "HierarchicalDRF"
+
+// Mesos defaults (src/master/constants.hpp, src/master/flags.cpp).
+const (
+	DefaultAllocationInterval            = time.Second
+	DefaultAgentPingTimeout              = 15 * time.Second
+	DefaultMaxAgentPingTimeouts          = 5
+	DefaultHeartbeatInterval             = 15 * time.Second
+	DefaultMaxCompletedFrameworks        = 50
+	DefaultMaxCompletedTasksPerFramework = 1000
+	// MaxRefuseSeconds caps Filters.refuse_seconds (one year), as Mesos does.
+	MaxRefuseSeconds = 31536000
+	// DefaultRefuseSeconds is Filters.refuse_seconds when a DECLINE or ACCEPT
+	// carries no value.
+	DefaultRefuseSeconds = 5
+)
+
+// Config configures a Master. The zero value of each optional field means
+// the Mesos default; validate fills them in.
+type Config struct {
+	// Hostname is advertised in MasterInfo and in the leader's redirects.
+	Hostname string
+	// IP is the address the master's HTTP server is reachable on ("127.0.0.1").
+	IP string
+	// Port is the master's HTTP port (Mesos default 5050).
+	Port int
+	// Version is the mezzo version string reported in MasterInfo and /version.
+	Version string
+	// ID is the master's unique id; prefix of every framework, agent and
+	// offer id it assigns. Empty means a new random UUID.
+	ID string
+	// Epoch is the leadership epoch stamped on every agent event (fencing).
+	// A later issue sets it to the Raft term; 0 means 1.
+	Epoch uint64
+
+	// Allocator decides offers. Nil builds the allocator registered as
+	// AllocatorName with Options{Interval: AllocationInterval, Clock: Clock}
+	// and the master's callbacks. A caller-provided allocator must deliver
+	// its offers to Master.AllocatorOffer and Master.AllocatorRescind.
+	Allocator allocator.Allocator
+	// AllocatorName selects the registered allocator (--allocator) when
+	// Allocator is nil; empty means DefaultAllocator ("HierarchicalDRF").
+	AllocatorName string
+	// AllocationInterval is --allocation_interval (default 1s).
+	AllocationInterval time.Duration
+	// OfferTimeout rescinds offers outstanding this long (--offer_timeout);
+	// 0 means offers never time out.
+	OfferTimeout time.Duration
+	// AgentPingTimeout is the interval between pings to an agent and the
+	// time it has to answer each (--agent_ping_timeout, default 15s).
+	AgentPingTimeout time.Duration
+	// MaxAgentPingTimeouts is how many consecutive pings may go unanswered
+	// before the agent is marked unreachable (--max_agent_ping_timeouts, 5).
+	MaxAgentPingTimeouts int
+	// HeartbeatInterval is the scheduler-stream HEARTBEAT period (15s).
+	HeartbeatInterval time.Duration
+	// MaxCompletedFrameworks bounds the removed frameworks kept for
+	// /master/state (--max_completed_frameworks, default 50).
+	MaxCompletedFrameworks int
+	// MaxCompletedTasksPerFramework bounds completed tasks kept per
+	// framework (--max_completed_tasks_per_framework, default 1000).
+	MaxCompletedTasksPerFramework int
+	// Flags are the effective flags, reported by /master/flags and GET_FLAGS.
+	Flags []Flag
+
+	// Clock drives timers (offer, ping and failover timeouts). Nil means clock.Real.
+	Clock clock.Clock
+	// Registrar makes agent admission and removal durable. Nil means an
+	// in-memory registrar (state lost on restart).
+	Registrar Registrar
+	// Logger receives the master's structured logs. Nil means slog.Default().
+	Logger *slog.Logger
+}
+
+func (c *Config) validate() error {
+	if c.Hostname == "" {
+		c.Hostname = "localhost"
+	}
+	if c.IP == "" {
+		c.IP = "127.0.0.1"
+	}
+	if ip := net.ParseIP(c.IP); ip == nil {
+		return fmt.Errorf("master: Config.IP %q is not an IP address", c.IP)
+	}
+	if c.Port == 0 {
+		c.Port = 5050
+	}
+	if c.Port < 0 || c.Port > 65535 {
+		return fmt.Errorf("master: Config.Port %d out of range", c.Port)
+	}
+	if c.ID == "" {
+		c.ID = uuid.NewString()
+	}
+	if c.Epoch == 0 {
+		c.Epoch = 1
+	}
+	if c.AllocationInterval == 0 {
+		c.AllocationInterval = DefaultAllocationInterval
+	}
+	if c.AllocationInterval < 0 {
+		return errors.New("master: Config.AllocationInterval must be positive")
+	}
+	if c.OfferTimeout < 0 {
+		return errors.New("master: Config.OfferTimeout must not be negative")
+	}
+	if c.AgentPingTimeout == 0 {
+		c.AgentPingTimeout = DefaultAgentPingTimeout
+	}
+	if c.AgentPingTimeout < 0 {
+		return errors.New("master: Config.AgentPingTimeout must be positive")
+	}
+	if c.MaxAgentPingTimeouts == 0 {
+		c.MaxAgentPingTimeouts = DefaultMaxAgentPingTimeouts
+	}
+	if c.MaxAgentPingTimeouts < 0 {
+		return errors.New("master: Config.MaxAgentPingTimeouts must be positive")
+	}
+	if c.HeartbeatInterval == 0 {
+		c.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	if c.HeartbeatInterval < 0 {
+		return errors.New("master: Config.HeartbeatInterval must be positive")
+	}
+	if c.MaxCompletedFrameworks == 0 {
+		c.MaxCompletedFrameworks = DefaultMaxCompletedFrameworks
+	}
+	if c.MaxCompletedTasksPerFramework == 0 {
+		c.MaxCompletedTasksPerFramework = DefaultMaxCompletedTasksPerFramework
+	}
+	if c.MaxCompletedFrameworks < 0 || c.MaxCompletedTasksPerFramework < 0 {
+		return errors.New("master: Config.MaxCompleted* must not be negative")
+	}
+	if c.AllocatorName == "" {
+		c.AllocatorName = DefaultAllocator
+	}
+	if c.Clock == nil {
+		c.Clock = clock.Real
+	}
+	if c.Registrar == nil {
+		c.Registrar = NewMemoryRegistrar()
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return nil
+}

@@ -1,0 +1,90 @@
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"mezzo/api/codec"
+	"mezzo/api/protocol"
+)
+
+// agent serves POST /internal/v1/agent, the agent protocol (see
+// api/proto/mezzo/protocol/v1/protocol.proto): protobuf only; SUBSCRIBE
+// opens the agent's event stream, every other call is answered 202.
+// Handlers are independent per request, so thousands of agents may share
+// one HTTP/2 connection as separate streams.
+func (s *server) agent(w http.ResponseWriter, r *http.Request) {
+	if !checkPost(w, r) {
+		return
+	}
+	mt, status, err := codec.RequestType(r)
+	if err != nil {
+		msg := err.Error()
+		if errors.Is(err, codec.ErrMissingContentType) {
+			msg = "Expecting 'Content-Type' to be present"
+		}
+		fail(w, status, msg)
+		return
+	}
+	if mt != codec.Protobuf {
+		fail(w, http.StatusUnsupportedMediaType, fmt.Sprintf("The agent protocol is protobuf only: expecting 'Content-Type' of %s", codec.Protobuf))
+		return
+	}
+	body, ok := s.readBody(w, r)
+	if !ok {
+		return
+	}
+	call := &protocol.AgentCall{}
+	if err := codec.Unmarshal(mt, body, call); err != nil {
+		fail(w, http.StatusBadRequest, parseError(mt, "AgentCall", err))
+		return
+	}
+	if call.Type == nil || call.GetType() == protocol.AgentCall_UNKNOWN {
+		fail(w, http.StatusBadRequest, "Expecting 'type' to be present")
+		return
+	}
+	if call.GetType() == protocol.AgentCall_SUBSCRIBE {
+		s.agentSubscribe(w, r, call)
+		return
+	}
+	if call.GetAgentId().GetValue() == "" {
+		fail(w, http.StatusBadRequest, "Expecting 'agent_id' to be present")
+		return
+	}
+	if err := s.m.AgentCall(r.Context(), call); err != nil {
+		s.failErr(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusAccepted)
+}
+
+func (s *server) agentSubscribe(w http.ResponseWriter, r *http.Request, call *protocol.AgentCall) {
+	if call.GetSubscribe() == nil {
+		fail(w, http.StatusBadRequest, "Expecting 'subscribe' to be present")
+		return
+	}
+	st, err := s.m.SubscribeAgent(r.Context(), call)
+	if err != nil {
+		s.failErr(w, err)
+		return
+	}
+	defer st.Close()
+	rw := streamStart(w, codec.Protobuf, nil)
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-st.Ready():
+			events, ended := st.Drain()
+			for _, ev := range events {
+				if err := writeRecord(rw, codec.Protobuf, ev); err != nil {
+					return
+				}
+			}
+			if ended {
+				return
+			}
+		}
+	}
+}

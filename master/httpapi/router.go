@@ -1,0 +1,115 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"mezzo/internal/version"
+	"mezzo/master"
+	"mezzo/master/endpoints"
+)
+
+// DefaultMaxBodyBytes bounds request bodies of the scheduler API and the
+// agent protocol (16 MiB): enough for an ACCEPT launching thousands of
+// tasks, small enough that a peer cannot exhaust memory.
+const DefaultMaxBodyBytes = 16 << 20
+
+// Options configures New. The zero value is usable.
+type Options struct {
+	// Logger receives request-level problems; nil means the master's logger.
+	Logger *slog.Logger
+	// MaxBodyBytes bounds request bodies; 0 means DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+}
+
+// server holds what every handler shares.
+type server struct {
+	m       *master.Master
+	log     *slog.Logger
+	maxBody int64
+	cfg     master.Config
+}
+
+// New returns the master's HTTP handler: scheduler API, agent protocol,
+// health, version, redirect, and master/endpoints' classic and operator
+// endpoints.
+func New(m *master.Master, opts Options) http.Handler {
+	cfg := m.Config()
+	s := &server{m: m, log: opts.Logger, maxBody: opts.MaxBodyBytes, cfg: cfg}
+	if s.log == nil {
+		s.log = cfg.Logger
+	}
+	if s.maxBody <= 0 {
+		s.maxBody = DefaultMaxBodyBytes
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/api/v1/scheduler", s.scheduler)
+	mux.HandleFunc("/master/api/v1/scheduler", s.scheduler)
+	mux.HandleFunc("/internal/v1/agent", s.agent)
+	mux.HandleFunc("/health", health)
+	mux.HandleFunc("/master/health", health)
+	mux.HandleFunc("/version", s.version)
+	mux.HandleFunc("/master/version", s.version)
+	mux.HandleFunc("/redirect", s.redirect)
+	mux.HandleFunc("/master/redirect", s.redirect)
+	mux.HandleFunc("/redirect/", http.NotFound)
+	mux.HandleFunc("/master/redirect/", http.NotFound)
+	endpoints.Register(mux, m, endpoints.Options{
+		Version:           cfg.Version,
+		Logger:            s.log,
+		Clock:             cfg.Clock,
+		HeartbeatInterval: cfg.HeartbeatInterval,
+	})
+	return mux
+}
+
+// health answers 200 with an empty body, as Mesos's /health does.
+func health(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusOK)
+}
+
+// version answers /version: {version, build_date, build_time, build_user, git_sha?}.
+func (s *server) version(w http.ResponseWriter, r *http.Request) {
+	info := version.Get()
+	v := s.cfg.Version
+	if v == "" {
+		v = info.Version
+	}
+	out := map[string]any{
+		"version":    v,
+		"build_user": info.BuildUser,
+		"build_date": "",
+		"build_time": 0,
+	}
+	if !info.BuildTime.IsZero() {
+		out["build_date"] = info.BuildTime.UTC().Format(time.DateTime)
+		out["build_time"] = info.BuildTime.Unix()
+	}
+	if info.GitSHA != "" {
+		out["git_sha"] = info.GitSHA
+	}
+	body, _ := json.Marshal(out)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.Write(body)
+}
+
+// redirect answers 307 to the leading master's base address,
+// protocol-relative ("//host:port"), or 503 if no leader is known.
+func (s *server) redirect(w http.ResponseWriter, r *http.Request) {
+	snap := s.m.Snapshot()
+	if snap == nil || snap.Leader == nil {
+		http.Error(w, "No leader elected", http.StatusServiceUnavailable)
+		return
+	}
+	host := snap.Leader.GetHostname()
+	if host == "" {
+		host = snap.Leader.GetAddress().GetIp()
+	}
+	w.Header().Set("Location", "//"+net.JoinHostPort(host, strconv.Itoa(int(snap.Leader.GetPort()))))
+	w.WriteHeader(http.StatusTemporaryRedirect)
+}

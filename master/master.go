@@ -1,0 +1,270 @@
+package master
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"mezzo/api/masterpb"
+	"mezzo/api/mesos"
+	"mezzo/api/protocol"
+	"mezzo/api/schedulerpb"
+	"mezzo/master/allocator"
+	"mezzo/resources"
+)
+
+// Master is a running master: its event loop, allocator and published
+// snapshot. All methods are safe for concurrent use.
+type Master struct {
+	cfg   Config
+	alloc allocator.Allocator
+	mbox  *queue[event]
+	snap  atomic.Pointer[Snapshot]
+	s     *state // owned by the loop goroutine once Start is called
+
+	stop      chan struct{}
+	done      chan struct{}
+	startOnce sync.Once
+	stopOnce  sync.Once
+	started   atomic.Bool
+}
+
+// New validates cfg, builds the allocator if none is given, and returns a
+// master that is not yet running (Start it).
+func New(cfg Config) (*Master, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	m := &Master{
+		cfg:  cfg,
+		mbox: newQueue[event](0),
+		stop: make(chan struct{}),
+		done: make(chan struct{}),
+	}
+	m.alloc = cfg.Allocator
+	if m.alloc == nil {
+		a, err := allocator.New(cfg.AllocatorName, allocator.Options{
+			Offer:    m.AllocatorOffer,
+			Rescind:  m.AllocatorRescind,
+			Interval: cfg.AllocationInterval,
+			Clock:    cfg.Clock,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("master: building allocator: %w", err)
+		}
+		m.alloc = a
+	}
+	now := cfg.Clock.Now()
+	m.s = newState(cfg, m.alloc, m.post, now)
+	m.snap.Store(m.s.snapshot(now))
+	return m, nil
+}
+
+// Start runs the allocator and the event loop.
+func (m *Master) Start() {
+	m.startOnce.Do(func() {
+		m.started.Store(true)
+		m.alloc.Start()
+		go m.run()
+	})
+}
+
+// Stop ends the event loop, closes every subscriber stream and stops the
+// allocator. Calls made afterwards fail with ErrStopped.
+func (m *Master) Stop() {
+	m.stopOnce.Do(func() {
+		if !m.started.Load() {
+			m.mbox.close()
+			close(m.done)
+			return
+		}
+		close(m.stop)
+		<-m.done
+		m.alloc.Stop()
+	})
+}
+
+// Config returns the validated configuration (defaults filled in).
+func (m *Master) Config() Config { return m.cfg }
+
+// Info returns this master's MasterInfo.
+func (m *Master) Info() *mesos.MasterInfo { return m.Snapshot().Info }
+
+// Snapshot returns the latest published view of the state. It never blocks.
+func (m *Master) Snapshot() *Snapshot { return m.snap.Load() }
+
+// post schedules ev on the loop; it never blocks. Events posted after Stop
+// are dropped.
+func (m *Master) post(ev event) { m.mbox.push(ev) }
+
+// call runs fn on the loop and returns its result once the snapshot that
+// reflects it is published.
+func (m *Master) call(ctx context.Context, fn func(s *state, now time.Time) error) error {
+	reply := make(chan error, 1)
+	ok := m.mbox.push(func(s *state, now time.Time) {
+		err := fn(s, now)
+		s.afterPublish(func() { reply <- err })
+	})
+	if !ok {
+		return ErrStopped
+	}
+	select {
+	case err := <-reply:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-m.done:
+		select {
+		case err := <-reply:
+			return err
+		default:
+			return ErrStopped
+		}
+	}
+}
+
+// run is the event loop: the only goroutine that touches m.s.
+func (m *Master) run() {
+	defer close(m.done)
+	timer := m.cfg.Clock.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		select {
+		case <-m.stop:
+			m.s.shutdown()
+			m.mbox.close()
+			// Answer callers still waiting: their events will never run.
+			return
+		case <-m.mbox.ready:
+		case <-timer.C():
+		}
+		now := m.cfg.Clock.Now()
+		events, _ := m.mbox.drain()
+		for _, ev := range events {
+			ev(m.s, now)
+		}
+		m.s.advance(now)
+		if m.s.dirty {
+			m.snap.Store(m.s.snapshot(now))
+			m.s.dirty = false
+		}
+		m.s.runAfterPublish()
+		if next := m.s.nextDeadline(); next.IsZero() {
+			timer.Stop()
+		} else {
+			timer.Reset(max(next.Sub(now), 0))
+		}
+	}
+}
+
+// AllocatorOffer is the allocator's Offer callback: it turns the
+// allocation into offers on the loop. It never blocks.
+func (m *Master) AllocatorOffer(frameworkID string, offers allocator.Offers) {
+	m.post(func(s *state, now time.Time) { s.allocated(frameworkID, offers, now) })
+}
+
+// AllocatorRescind is the allocator's Rescind callback.
+func (m *Master) AllocatorRescind(frameworkID, agentID string, r resources.Resources) {
+	m.post(func(s *state, now time.Time) { s.rescindOn(frameworkID, agentID, now) })
+}
+
+// Subscribe handles a validated scheduler SUBSCRIBE call and returns the
+// new subscription's event stream. The first queued event is SUBSCRIBED
+// (then HEARTBEAT), or ERROR followed by the end of the stream.
+func (m *Master) Subscribe(ctx context.Context, call *schedulerpb.Call) (*FrameworkStream, error) {
+	var st *FrameworkStream
+	err := m.call(ctx, func(s *state, now time.Time) error {
+		var err error
+		st, err = s.subscribe(call.GetSubscribe(), now)
+		return err
+	})
+	if err != nil {
+		// If the subscription was made but the caller gave up waiting,
+		// nobody will drain it: end it (on the loop, which set st).
+		m.post(func(s *state, now time.Time) {
+			if st != nil {
+				st.Close()
+			}
+		})
+		return nil, err
+	}
+	return st, nil
+}
+
+// SchedulerCall applies a validated non-SUBSCRIBE scheduler call made on
+// the subscription identified by streamID (the Mesos-Stream-Id header, ""
+// if absent). It returns an *APIError for calls the master refuses.
+func (m *Master) SchedulerCall(ctx context.Context, call *schedulerpb.Call, streamID string) error {
+	return m.call(ctx, func(s *state, now time.Time) error {
+		return s.schedulerCall(call, streamID, now)
+	})
+}
+
+// Teardown removes a framework as the operator TEARDOWN call and
+// /master/teardown do. Unknown IDs give an *APIError (400).
+func (m *Master) Teardown(frameworkID string) error {
+	return m.call(context.Background(), func(s *state, now time.Time) error {
+		fw := s.frameworks[frameworkID]
+		if fw == nil {
+			return badRequest("No framework found with specified ID")
+		}
+		s.removeFramework(fw, now)
+		return nil
+	})
+}
+
+// SubscribeAgent handles an agent-protocol SUBSCRIBE. The returned stream
+// carries SUBSCRIBED once the registrar has admitted the agent, or
+// SHUTDOWN / ERROR followed by the end of the stream.
+func (m *Master) SubscribeAgent(ctx context.Context, call *protocol.AgentCall) (*AgentStream, error) {
+	var st *AgentStream
+	err := m.call(ctx, func(s *state, now time.Time) error {
+		var err error
+		st, err = s.agentSubscribe(call.GetSubscribe(), now)
+		return err
+	})
+	if err != nil {
+		m.post(func(s *state, now time.Time) {
+			if st != nil {
+				st.Close()
+			}
+		})
+		return nil, err
+	}
+	return st, nil
+}
+
+// AgentCall applies a non-SUBSCRIBE agent-protocol call.
+func (m *Master) AgentCall(ctx context.Context, call *protocol.AgentCall) error {
+	return m.call(ctx, func(s *state, now time.Time) error { return s.agentCall(call, now) })
+}
+
+// Watch subscribes to operator events: it returns the snapshot at the time
+// of subscription and a channel of every later TASK_ADDED, TASK_UPDATED,
+// AGENT_ADDED, AGENT_REMOVED and FRAMEWORK_* event. The channel is closed
+// when ctx ends, the master stops, or the subscriber falls too far behind.
+func (m *Master) Watch(ctx context.Context) (*Snapshot, <-chan *masterpb.Event, error) {
+	w := newWatcher()
+	var snap *Snapshot
+	err := m.call(ctx, func(s *state, now time.Time) error {
+		// The snapshot at this instant, before any later event of this
+		// batch reaches the watcher: the subscriber sees every change
+		// exactly once, either in the snapshot or as an event.
+		snap = s.snapshot(now)
+		s.watchers[w] = struct{}{}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	go func() {
+		select {
+		case <-ctx.Done():
+			m.post(func(s *state, now time.Time) { s.dropWatcher(w) })
+		case <-w.gone():
+		}
+	}()
+	return snap, w.ch, nil
+}

@@ -1,0 +1,153 @@
+package master
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"mezzo/api/mesos"
+)
+
+// ErrAgentGone is returned by Registrar.Readmit and MarkReachable for an
+// agent that was removed: it may never come back under the same ID
+// (registrar-design: a removed agent may not re-register).
+var ErrAgentGone = errors.New("agent was removed from the registry")
+
+// Registrar records agent admission, unreachability and removal durably
+// before the master acts on them. The master calls every method from its
+// event loop; each returns at once and calls done exactly once, from any
+// goroutine, when the write is durable (or failed). The master applies the
+// change only inside done, so a crash between the call and the completion
+// leaves the registry and the master's actions consistent.
+//
+// A later issue backs this with the Raft-replicated registry
+// (master/registrar); MemoryRegistrar is the in-process implementation.
+type Registrar interface {
+	// Admit records a newly registered agent (info.id set by the master).
+	Admit(info *mesos.AgentInfo, done func(error))
+	// Readmit records an agent re-registering with an ID this master did
+	// not know (after a master failover). ErrAgentGone if it was removed.
+	Readmit(info *mesos.AgentInfo, done func(error))
+	// MarkUnreachable moves an admitted agent to the unreachable list.
+	MarkUnreachable(agentID string, at time.Time, done func(error))
+	// MarkReachable moves an unreachable agent back to the admitted list
+	// when it re-registers. ErrAgentGone if it was removed meanwhile.
+	MarkReachable(info *mesos.AgentInfo, done func(error))
+	// Remove marks the agent gone: it is never readmitted.
+	Remove(agentID string, done func(error))
+}
+
+// MemoryRegistrar is a Registrar that keeps the registry in memory. Its
+// writes complete on a separate goroutine, like a real store's would, so the
+// master never sees a completion before the call returns.
+type MemoryRegistrar struct {
+	mu          sync.Mutex
+	admitted    map[string]*mesos.AgentInfo
+	unreachable map[string]time.Time
+	gone        map[string]bool
+}
+
+var _ Registrar = (*MemoryRegistrar)(nil)
+
+// NewMemoryRegistrar returns an empty in-memory registry.
+func NewMemoryRegistrar() *MemoryRegistrar {
+	return &MemoryRegistrar{
+		admitted:    map[string]*mesos.AgentInfo{},
+		unreachable: map[string]time.Time{},
+		gone:        map[string]bool{},
+	}
+}
+
+func (r *MemoryRegistrar) apply(done func(error), op func() error) {
+	r.mu.Lock()
+	err := op()
+	r.mu.Unlock()
+	go done(err)
+}
+
+// Admit implements Registrar.
+func (r *MemoryRegistrar) Admit(info *mesos.AgentInfo, done func(error)) {
+	id := info.GetId().GetValue()
+	info = proto.Clone(info).(*mesos.AgentInfo)
+	r.apply(done, func() error {
+		if id == "" {
+			return errors.New("registrar: admit needs an agent id")
+		}
+		if r.gone[id] {
+			return ErrAgentGone
+		}
+		if _, dup := r.admitted[id]; dup {
+			return fmt.Errorf("registrar: agent %s already admitted", id)
+		}
+		r.admitted[id] = info
+		return nil
+	})
+}
+
+// Readmit implements Registrar.
+func (r *MemoryRegistrar) Readmit(info *mesos.AgentInfo, done func(error)) {
+	id := info.GetId().GetValue()
+	info = proto.Clone(info).(*mesos.AgentInfo)
+	r.apply(done, func() error {
+		if r.gone[id] {
+			return ErrAgentGone
+		}
+		delete(r.unreachable, id)
+		r.admitted[id] = info
+		return nil
+	})
+}
+
+// MarkUnreachable implements Registrar.
+func (r *MemoryRegistrar) MarkUnreachable(agentID string, at time.Time, done func(error)) {
+	r.apply(done, func() error {
+		if r.gone[agentID] {
+			return ErrAgentGone
+		}
+		delete(r.admitted, agentID)
+		r.unreachable[agentID] = at
+		return nil
+	})
+}
+
+// MarkReachable implements Registrar.
+func (r *MemoryRegistrar) MarkReachable(info *mesos.AgentInfo, done func(error)) {
+	id := info.GetId().GetValue()
+	info = proto.Clone(info).(*mesos.AgentInfo)
+	r.apply(done, func() error {
+		if r.gone[id] {
+			return ErrAgentGone
+		}
+		delete(r.unreachable, id)
+		r.admitted[id] = info
+		return nil
+	})
+}
+
+// Remove implements Registrar.
+func (r *MemoryRegistrar) Remove(agentID string, done func(error)) {
+	r.apply(done, func() error {
+		delete(r.admitted, agentID)
+		delete(r.unreachable, agentID)
+		r.gone[agentID] = true
+		return nil
+	})
+}
+
+// Gone reports whether the agent was removed (for tests and diagnostics).
+func (r *MemoryRegistrar) Gone(agentID string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.gone[agentID]
+}
+
+// Unreachable reports when the agent was marked unreachable, if it is.
+func (r *MemoryRegistrar) Unreachable(agentID string) (time.Time, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t, ok := r.unreachable[agentID]
+	return t, ok
+}

@@ -1,0 +1,228 @@
+package master
+
+import (
+	"sort"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"mezzo/api/masterpb"
+	"mezzo/api/mesos"
+	"mezzo/resources"
+)
+
+// snapshot renders the state as an immutable Snapshot. Task, offer and info
+// protos are shared, not copied: the state replaces them on change and
+// never mutates a published one.
+func (s *state) snapshot(now time.Time) *Snapshot {
+	snap := &Snapshot{
+		Info:        s.info,
+		Leader:      s.info,
+		Elected:     true,
+		StartTime:   s.startTime,
+		ElectedTime: s.startTime,
+		Flags:       append([]Flag(nil), s.cfg.Flags...),
+		Counters:    make(map[string]float64, len(s.counters)),
+	}
+	for k, v := range s.counters {
+		snap.Counters[k] = v
+	}
+	snap.Counters["master/operator_event_stream_subscribers"] = float64(len(s.watchers))
+	for _, id := range sortedKeys(s.frameworks) {
+		snap.Frameworks = append(snap.Frameworks, s.frameworkView(s.frameworks[id]))
+	}
+	snap.CompletedFrameworks = append([]*FrameworkView(nil), s.completed...)
+	for _, id := range s.agentIDs() {
+		snap.Agents = append(snap.Agents, s.agentView(s.agents[id]))
+	}
+	for _, id := range sortedKeys(s.unreachable) {
+		snap.UnreachableAgents = append(snap.UnreachableAgents, &UnreachableAgent{ID: id, Time: s.unreachable[id].at})
+	}
+	snap.Roles = s.roleViews()
+	return snap
+}
+
+func (s *state) frameworkView(fw *framework) *FrameworkView {
+	v := &FrameworkView{
+		Info:             fw.info,
+		Active:           fw.active,
+		Connected:        fw.connected,
+		Recovered:        fw.recovered,
+		RegisteredTime:   fw.registeredTime,
+		ReregisteredTime: fw.reregisteredTime,
+		CompletedTasks:   append([]*mesos.Task(nil), fw.completedTasks...),
+	}
+	for _, t := range sortedTasks(fw.tasks) {
+		v.Tasks = append(v.Tasks, t.proto)
+	}
+	for _, id := range sortedKeys(fw.unreachableTasks) {
+		v.UnreachableTasks = append(v.UnreachableTasks, fw.unreachableTasks[id])
+	}
+	var offered resources.Resources
+	for _, o := range sortedOffers(fw.offers) {
+		v.Offers = append(v.Offers, o.proto)
+		offered = offered.Add(o.res)
+	}
+	for _, agentID := range sortedKeys(fw.executors) {
+		for _, id := range sortedKeys(fw.executors[agentID]) {
+			v.Executors = append(v.Executors, &ExecutorView{AgentID: agentID, Info: fw.executors[agentID][id].info})
+		}
+	}
+	var used resources.Resources
+	for _, r := range s.frameworkUsed(fw) {
+		used = used.Add(r)
+	}
+	v.Used = used.Proto()
+	v.Offered = offered.Proto()
+	v.SuppressedRoles = sortedKeys(fw.suppressed)
+	return v
+}
+
+func (s *state) agentView(a *agent) *AgentView {
+	v := &AgentView{
+		Info:             a.info,
+		PID:              a.pid(),
+		Endpoint:         a.endpoint,
+		Version:          a.version,
+		Capabilities:     a.caps,
+		Active:           a.active(),
+		Connected:        a.connected,
+		Deactivated:      a.deactivated,
+		RegisteredTime:   a.registeredTime,
+		ReregisteredTime: a.reregisteredTime,
+		Total:            a.total.Proto(),
+		TaskCounts:       map[string]int{},
+	}
+	var used, offered resources.Resources
+	fws := map[string]bool{}
+	for fwID, ts := range a.tasks {
+		for _, t := range ts {
+			fws[fwID] = true
+			if !t.recovered {
+				used = used.Add(t.res)
+			}
+			v.TaskCounts[t.proto.GetState().String()]++
+		}
+	}
+	for fwID, es := range a.executors {
+		fws[fwID] = true
+		for _, e := range es {
+			used = used.Add(e.res)
+		}
+	}
+	for _, o := range a.offers {
+		offered = offered.Add(o.res)
+	}
+	v.Used = used.Proto()
+	v.Offered = offered.Proto()
+	v.FrameworkIDs = sortedKeys(fws)
+	return v
+}
+
+// roleViews lists roles known from frameworks and reservations, with
+// their allocated, offered and reserved resources (weights are 1 until
+// weights are implemented).
+func (s *state) roleViews() []*RoleView {
+	roles := map[string]*RoleView{}
+	get := func(name string) *RoleView {
+		r := roles[name]
+		if r == nil {
+			r = &RoleView{Name: name, Weight: 1}
+			roles[name] = r
+		}
+		return r
+	}
+	allocated := map[string]resources.Resources{}
+	offered := map[string]resources.Resources{}
+	reserved := map[string]resources.Resources{}
+	for _, id := range sortedKeys(s.frameworks) {
+		fw := s.frameworks[id]
+		for _, role := range fw.roles() {
+			r := get(role)
+			r.Frameworks = append(r.Frameworks, id)
+		}
+		for _, t := range fw.tasks {
+			if !t.recovered {
+				role := allocationRole(t.res, defaultRole(fw))
+				allocated[role] = allocated[role].Add(t.res)
+			}
+		}
+		for _, es := range fw.executors {
+			for _, e := range es {
+				role := allocationRole(e.res, defaultRole(fw))
+				allocated[role] = allocated[role].Add(e.res)
+			}
+		}
+		for _, o := range fw.offers {
+			offered[o.role] = offered[o.role].Add(o.res)
+		}
+	}
+	for _, a := range s.agents {
+		for _, r := range a.total.Proto() {
+			if n := len(r.GetReservations()); n > 0 {
+				role := r.GetReservations()[n-1].GetRole()
+				if x, err := resources.FromProto([]*mesos.Resource{r}); err == nil {
+					reserved[role] = reserved[role].Add(x)
+				}
+			}
+		}
+	}
+	for role, r := range allocated {
+		get(role).Allocated = r.Proto()
+	}
+	for role, r := range offered {
+		get(role).Offered = r.Proto()
+	}
+	for role, r := range reserved {
+		get(role).Reserved = r.Proto()
+	}
+	out := make([]*RoleView, 0, len(roles))
+	for _, r := range roles {
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func allocationRole(r resources.Resources, fallback string) string {
+	for _, x := range r.Proto() {
+		if role := x.GetAllocationInfo().GetRole(); role != "" {
+			return role
+		}
+	}
+	return fallback
+}
+
+// frameworkProto is the operator API's view of a framework.
+func (s *state) frameworkProto(fw *framework) *masterpb.Response_GetFrameworks_Framework {
+	v := s.frameworkView(fw)
+	return &masterpb.Response_GetFrameworks_Framework{
+		FrameworkInfo:      fw.info,
+		Active:             proto.Bool(fw.active),
+		Connected:          proto.Bool(fw.connected),
+		Recovered:          proto.Bool(fw.recovered),
+		RegisteredTime:     timeInfo(fw.registeredTime),
+		ReregisteredTime:   timeInfo(fw.reregisteredTime),
+		Offers:             v.Offers,
+		AllocatedResources: v.Used,
+		OfferedResources:   v.Offered,
+	}
+}
+
+// agentProto is the operator API's view of an agent.
+func (s *state) agentProto(a *agent) *masterpb.Response_GetAgents_Agent {
+	v := s.agentView(a)
+	return &masterpb.Response_GetAgents_Agent{
+		AgentInfo:          a.info,
+		Active:             proto.Bool(v.Active),
+		Deactivated:        proto.Bool(a.deactivated),
+		Version:            proto.String(a.version),
+		Pid:                proto.String(v.PID),
+		RegisteredTime:     timeInfo(a.registeredTime),
+		ReregisteredTime:   timeInfo(a.reregisteredTime),
+		TotalResources:     v.Total,
+		AllocatedResources: v.Used,
+		OfferedResources:   v.Offered,
+		Capabilities:       a.caps,
+	}
+}

@@ -1,0 +1,332 @@
+package master
+
+import (
+	"encoding/binary"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"mezzo/api/masterpb"
+	"mezzo/api/mesos"
+	"mezzo/api/protocol"
+	"mezzo/api/schedulerpb"
+	"mezzo/master/allocator"
+	"mezzo/resources"
+)
+
+// event is one unit of work applied by the loop to the state.
+type event func(s *state, now time.Time)
+
+// state is everything the master knows. It is owned by one goroutine (see
+// the package doc); its methods are synchronous and take the current time.
+// Outputs are effects on small sinks that never block: subscriber queues,
+// the allocator (whose methods only enqueue), the registrar (whose
+// completions come back through post), and watchers.
+type state struct {
+	cfg  Config
+	info *mesos.MasterInfo
+	log  *slog.Logger
+
+	alloc allocator.Allocator
+	reg   Registrar
+	// post schedules an event on the loop; safe from any goroutine, never blocks.
+	post func(event)
+
+	startTime time.Time
+
+	frameworks map[string]*framework
+	// completed holds views of removed frameworks, oldest first, bounded.
+	completed    []*FrameworkView
+	completedIDs map[string]bool
+
+	agents      map[string]*agent
+	unreachable map[string]*unreachableAgent
+	gone        map[string]bool
+
+	offers map[string]*offer
+
+	nextFramework int
+	nextAgent     int
+	nextOffer     int
+
+	counters map[string]float64
+	watchers map[*watcher]struct{}
+
+	// dirty is set by any change a Snapshot would show.
+	dirty bool
+	// after holds work to run once this batch's snapshot is published.
+	after []func()
+}
+
+type unreachableAgent struct {
+	info *mesos.AgentInfo
+	at   time.Time
+}
+
+// framework is one registered framework (connected or not).
+type framework struct {
+	id   string
+	info *mesos.FrameworkInfo // replaced, never mutated, after publication
+	caps map[mesos.FrameworkInfo_Capability_Type]bool
+
+	stream    *FrameworkStream // nil when disconnected
+	connected bool
+	active    bool
+	recovered bool // known only from agents' reports
+
+	registeredTime   time.Time
+	reregisteredTime time.Time
+	failoverAt       time.Time // removal deadline while disconnected; zero if none
+
+	suppressed map[string]bool
+
+	tasks            map[string]*task       // by task ID: not yet completed
+	unreachableTasks map[string]*mesos.Task // tasks on unreachable agents (partition-aware)
+	completedTasks   []*mesos.Task          // oldest first, bounded
+	offers           map[string]*offer
+	executors        map[string]map[string]*executor // agent ID -> executor ID
+}
+
+func (f *framework) has(c mesos.FrameworkInfo_Capability_Type) bool { return f.caps[c] }
+
+func (f *framework) partitionAware() bool {
+	return f.has(mesos.FrameworkInfo_Capability_PARTITION_AWARE)
+}
+
+// roles returns the framework's roles: FrameworkInfo.roles for MULTI_ROLE
+// frameworks, otherwise FrameworkInfo.role (default "*").
+func (f *framework) roles() []string { return frameworkRoles(f.info) }
+
+func frameworkRoles(info *mesos.FrameworkInfo) []string {
+	for _, c := range info.GetCapabilities() {
+		if c.GetType() == mesos.FrameworkInfo_Capability_MULTI_ROLE {
+			return info.GetRoles()
+		}
+	}
+	return []string{info.GetRole()}
+}
+
+func capabilitySet(info *mesos.FrameworkInfo) map[mesos.FrameworkInfo_Capability_Type]bool {
+	caps := map[mesos.FrameworkInfo_Capability_Type]bool{}
+	for _, c := range info.GetCapabilities() {
+		caps[c.GetType()] = true
+	}
+	return caps
+}
+
+// task is a task the master tracks until it is completed.
+type task struct {
+	proto      *mesos.Task // replaced on every change (copy-on-write)
+	res        resources.Resources
+	fwID       string
+	agentID    string
+	executorID string // "" for command tasks
+	// recovered is set once the task's resources went back to the
+	// allocator (its latest state is terminal).
+	recovered bool
+}
+
+func (t *task) id() string { return t.proto.GetTaskId().GetValue() }
+
+// executor is a custom or default executor the master knows of on an agent.
+type executor struct {
+	info    *mesos.ExecutorInfo
+	res     resources.Resources
+	fwID    string
+	agentID string
+}
+
+// agent is a registered agent.
+type agent struct {
+	id       string
+	info     *mesos.AgentInfo
+	endpoint string
+	version  string
+	caps     []*mesos.AgentInfo_Capability
+
+	stream      *AgentStream
+	connected   bool
+	deactivated bool
+
+	registeredTime   time.Time
+	reregisteredTime time.Time
+
+	total     resources.Resources
+	tasks     map[string]map[string]*task     // framework ID -> task ID
+	executors map[string]map[string]*executor // framework ID -> executor ID
+	offers    map[string]*offer
+
+	nextPing    time.Time
+	pongPending bool
+	misses      int
+	pingSeq     uint64
+	// leaving is set while a registrar write that removes the agent from
+	// the registered set (unreachable, removal) is in flight.
+	leaving bool
+}
+
+func (a *agent) active() bool { return a.connected && !a.deactivated && !a.leaving }
+
+func (a *agent) pid() string { return "slave(1)@" + a.endpoint }
+
+// offer is an outstanding offer.
+type offer struct {
+	id      string
+	fwID    string
+	agentID string
+	role    string
+	res     resources.Resources // allocated form (allocation_info set)
+	proto   *mesos.Offer        // as sent to the framework
+	expires time.Time           // zero: never
+}
+
+func newState(cfg Config, alloc allocator.Allocator, post func(event), now time.Time) *state {
+	s := &state{
+		cfg:          cfg,
+		log:          cfg.Logger,
+		alloc:        alloc,
+		reg:          cfg.Registrar,
+		post:         post,
+		startTime:    now,
+		frameworks:   map[string]*framework{},
+		completedIDs: map[string]bool{},
+		agents:       map[string]*agent{},
+		unreachable:  map[string]*unreachableAgent{},
+		gone:         map[string]bool{},
+		offers:       map[string]*offer{},
+		counters:     map[string]float64{},
+		watchers:     map[*watcher]struct{}{},
+		dirty:        true,
+	}
+	s.info = masterInfo(cfg)
+	return s
+}
+
+// masterInfo builds MasterInfo. Mesos packs the IPv4 address in network
+// byte order into a uint32 read as a little-endian integer.
+func masterInfo(cfg Config) *mesos.MasterInfo {
+	var ip uint32
+	if v4 := net.ParseIP(cfg.IP).To4(); v4 != nil {
+		ip = binary.LittleEndian.Uint32(v4)
+	}
+	addr := net.JoinHostPort(cfg.IP, strconv.Itoa(cfg.Port))
+	return &mesos.MasterInfo{
+		Id:       proto.String(cfg.ID),
+		Ip:       proto.Uint32(ip),
+		Port:     proto.Uint32(uint32(cfg.Port)),
+		Pid:      proto.String("master@" + addr),
+		Hostname: proto.String(cfg.Hostname),
+		Version:  proto.String(cfg.Version),
+		Address: &mesos.Address{
+			Hostname: proto.String(cfg.Hostname),
+			Ip:       proto.String(cfg.IP),
+			Port:     proto.Int32(int32(cfg.Port)),
+		},
+	}
+}
+
+func (s *state) newFrameworkID() string {
+	id := fmt.Sprintf("%s-%04d", s.cfg.ID, s.nextFramework)
+	s.nextFramework++
+	return id
+}
+
+func (s *state) newAgentID() string {
+	id := fmt.Sprintf("%s-S%d", s.cfg.ID, s.nextAgent)
+	s.nextAgent++
+	return id
+}
+
+func (s *state) newOfferID() string {
+	id := fmt.Sprintf("%s-O%d", s.cfg.ID, s.nextOffer)
+	s.nextOffer++
+	return id
+}
+
+func (s *state) count(key string) { s.counters[key]++; s.dirty = true }
+
+// sendFramework queues an event for the framework's subscriber, if any.
+// A subscriber too far behind is disconnected.
+func (s *state) sendFramework(fw *framework, ev *schedulerpb.Event) {
+	if fw.stream == nil {
+		return
+	}
+	if !fw.stream.send(ev) {
+		s.log.Warn("framework stream backlog full; disconnecting", "framework", fw.id)
+		st := fw.stream
+		s.post(func(s *state, now time.Time) { s.frameworkStreamClosed(st, now) })
+		st.q.close()
+	}
+}
+
+// sendAgent stamps the epoch and queues an event for the agent.
+func (s *state) sendAgent(a *agent, ev *protocol.AgentEvent) {
+	if a.stream == nil {
+		return
+	}
+	ev.Epoch = proto.Uint64(s.cfg.Epoch)
+	if !a.stream.send(ev) {
+		s.log.Warn("agent stream backlog full; disconnecting", "agent", a.id)
+		st := a.stream
+		s.post(func(s *state, now time.Time) { s.agentStreamClosed(st, now) })
+		st.q.close()
+	}
+}
+
+func (s *state) agentEvent(t protocol.AgentEvent_Type) *protocol.AgentEvent {
+	return &protocol.AgentEvent{Type: t.Enum(), Epoch: proto.Uint64(s.cfg.Epoch)}
+}
+
+// emit delivers an operator-stream event to every watcher; a watcher whose
+// buffer is full is disconnected rather than slowing the loop.
+func (s *state) emit(ev *masterpb.Event) {
+	for w := range s.watchers {
+		select {
+		case w.ch <- ev:
+		default:
+			s.log.Warn("operator event subscriber too slow; disconnecting")
+			s.dropWatcher(w)
+		}
+	}
+}
+
+func timeInfo(t time.Time) *mesos.TimeInfo {
+	if t.IsZero() {
+		return nil
+	}
+	return &mesos.TimeInfo{Nanoseconds: proto.Int64(t.UnixNano())}
+}
+
+func seconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
+
+// isTerminal reports whether a task in this state will never run again.
+func isTerminal(st mesos.TaskState) bool {
+	switch st {
+	case mesos.TaskState_TASK_FINISHED, mesos.TaskState_TASK_FAILED, mesos.TaskState_TASK_KILLED,
+		mesos.TaskState_TASK_ERROR, mesos.TaskState_TASK_LOST, mesos.TaskState_TASK_DROPPED,
+		mesos.TaskState_TASK_GONE, mesos.TaskState_TASK_GONE_BY_OPERATOR:
+		return true
+	}
+	return false
+}
+
+// stateFor maps a state to what a framework without PARTITION_AWARE may see.
+func stateFor(fw *framework, st mesos.TaskState) mesos.TaskState {
+	if fw != nil && fw.partitionAware() {
+		return st
+	}
+	switch st {
+	case mesos.TaskState_TASK_DROPPED, mesos.TaskState_TASK_UNREACHABLE, mesos.TaskState_TASK_GONE,
+		mesos.TaskState_TASK_GONE_BY_OPERATOR, mesos.TaskState_TASK_UNKNOWN:
+		return mesos.TaskState_TASK_LOST
+	}
+	return st
+}
+
+func frameworkID(id string) *mesos.FrameworkID { return &mesos.FrameworkID{Value: proto.String(id)} }
+func agentID(id string) *mesos.AgentID         { return &mesos.AgentID{Value: proto.String(id)} }
+func offerID(id string) *mesos.OfferID         { return &mesos.OfferID{Value: proto.String(id)} }

@@ -1,0 +1,523 @@
+package master
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"mezzo/api/masterpb"
+	"mezzo/api/mesos"
+	"mezzo/api/protocol"
+	"mezzo/resources"
+)
+
+func (s *state) newAgentStream() *AgentStream {
+	st := &AgentStream{q: newQueue[*protocol.AgentEvent](maxStreamBacklog)}
+	post := s.post
+	st.closed = func(st *AgentStream) {
+		post(func(s *state, now time.Time) { s.agentStreamClosed(st, now) })
+	}
+	return st
+}
+
+// endStream queues a final event and ends an agent stream.
+func (s *state) endStream(st *AgentStream, ev *protocol.AgentEvent) {
+	ev.Epoch = proto.Uint64(s.cfg.Epoch)
+	st.send(ev)
+	st.q.close()
+}
+
+func (s *state) shutdownEvent(msg string) *protocol.AgentEvent {
+	ev := s.agentEvent(protocol.AgentEvent_SHUTDOWN)
+	ev.Shutdown = &protocol.AgentEvent_Shutdown{Message: proto.String(msg)}
+	return ev
+}
+
+func (s *state) agentErrorEvent(msg string) *protocol.AgentEvent {
+	ev := s.agentEvent(protocol.AgentEvent_ERROR)
+	ev.Error = &protocol.AgentEvent_Error{Message: proto.String(msg)}
+	return ev
+}
+
+// agentSubscribe handles an agent's SUBSCRIBE: registration of a new agent
+// (Registrar.Admit), re-registration of a known one (no registrar write),
+// re-admission of an agent this master does not know (Readmit, after a
+// master failover) or that was unreachable (MarkReachable). A removed agent
+// gets SHUTDOWN: it may never come back under its old ID.
+func (s *state) agentSubscribe(sub *protocol.AgentCall_Subscribe, now time.Time) (*AgentStream, error) {
+	if sub == nil || sub.GetAgentInfo() == nil {
+		return nil, badRequest("Expecting 'subscribe.agent_info' to be present")
+	}
+	if sub.GetEndpoint() == "" {
+		return nil, badRequest("Expecting 'subscribe.endpoint' to be present")
+	}
+	if sub.Version != nil && sub.GetVersion() != protocol.Version_VERSION_1 {
+		return nil, badRequest("Unsupported agent protocol version %v (this master speaks VERSION_1)", sub.GetVersion())
+	}
+	if err := resources.Validate(sub.GetAgentInfo().GetResources()); err != nil {
+		return nil, badRequest("Invalid 'agent_info.resources': %v", err)
+	}
+	if _, err := resources.FromProto(sub.GetAgentInfo().GetResources()); err != nil {
+		return nil, badRequest("Invalid 'agent_info.resources': %v", err)
+	}
+	sub = proto.Clone(sub).(*protocol.AgentCall_Subscribe)
+	info := sub.GetAgentInfo()
+	st := s.newAgentStream()
+	id := info.GetId().GetValue()
+
+	switch {
+	case id == "":
+		id = s.newAgentID()
+		info.Id = agentID(id)
+		st.agentID = id
+		s.reg.Admit(info, func(err error) {
+			s.post(func(s *state, now time.Time) { s.admitted(st, sub, err, false, now) })
+		})
+	case s.gone[id]:
+		s.endStream(st, s.shutdownEvent(fmt.Sprintf("Agent %s was removed from the cluster and may not re-register under this ID; restart it with a clean work_dir", id)))
+	case s.agents[id] != nil:
+		a := s.agents[id]
+		if a.leaving {
+			s.endStream(st, s.agentErrorEvent(fmt.Sprintf("Agent %s is being removed; retry", id)))
+			return st, nil
+		}
+		st.agentID = id
+		s.reregister(a, st, sub, now)
+	default:
+		st.agentID = id
+		done := func(err error) {
+			s.post(func(s *state, now time.Time) { s.admitted(st, sub, err, true, now) })
+		}
+		if s.unreachable[id] != nil {
+			s.reg.MarkReachable(info, done)
+		} else {
+			s.reg.Readmit(info, done)
+		}
+	}
+	return st, nil
+}
+
+// admitted completes a registration or re-admission once the registrar
+// write is durable.
+func (s *state) admitted(st *AgentStream, sub *protocol.AgentCall_Subscribe, err error, readmit bool, now time.Time) {
+	info := sub.GetAgentInfo()
+	id := info.GetId().GetValue()
+	if err == ErrAgentGone {
+		s.gone[id] = true
+		delete(s.unreachable, id)
+		s.endStream(st, s.shutdownEvent(fmt.Sprintf("Agent %s was removed from the cluster and may not re-register under this ID", id)))
+		s.dirty = true
+		return
+	}
+	if err != nil {
+		s.log.Error("registrar failed to admit agent", "agent", id, "err", err)
+		s.endStream(st, s.agentErrorEvent("Registrar failed to admit the agent: "+err.Error()))
+		return
+	}
+	if old := s.agents[id]; old != nil {
+		// A concurrent re-registration won the race; treat this one as a
+		// reconnection of that agent.
+		s.reregister(old, st, sub, now)
+		return
+	}
+	total, _ := resources.FromProto(info.GetResources())
+	a := &agent{
+		id:             id,
+		info:           info,
+		endpoint:       sub.GetEndpoint(),
+		version:        sub.GetAgentVersion(),
+		caps:           sub.GetCapabilities(),
+		registeredTime: now,
+		total:          total,
+		tasks:          map[string]map[string]*task{},
+		executors:      map[string]map[string]*executor{},
+		offers:         map[string]*offer{},
+	}
+	s.agents[id] = a
+	if readmit {
+		a.reregisteredTime = now
+		if u := s.unreachable[id]; u != nil {
+			delete(s.unreachable, id)
+		}
+	}
+	s.connectAgent(a, st, now)
+	s.adoptReport(a, sub, now)
+	// Tasks the master still lists as unreachable on this agent and the
+	// agent did not report are gone for good.
+	for _, fw := range s.frameworks {
+		for _, tid := range sortedKeys(fw.unreachableTasks) {
+			if p := fw.unreachableTasks[tid]; p.GetAgentId().GetValue() == id {
+				delete(fw.unreachableTasks, tid)
+				fw.completedTasks = append(fw.completedTasks, p)
+				s.trimCompleted(fw)
+			}
+		}
+	}
+	used := map[string]resources.Resources{}
+	for fwID, ts := range a.tasks {
+		for _, t := range ts {
+			if !t.recovered {
+				used[fwID] = used[fwID].Add(t.res)
+			}
+		}
+	}
+	for fwID, es := range a.executors {
+		for _, e := range es {
+			used[fwID] = used[fwID].Add(e.res)
+		}
+	}
+	s.alloc.AddAgent(id, info, total, used)
+	if !a.connected {
+		s.alloc.DeactivateAgent(id)
+	}
+	if readmit {
+		s.count("master/slave_reregistrations")
+	} else {
+		s.count("master/slave_registrations")
+	}
+	s.log.Info("agent registered", "agent", id, "hostname", info.GetHostname(), "readmitted", readmit)
+	s.emit(&masterpb.Event{Type: masterpb.Event_AGENT_ADDED.Enum(),
+		AgentAdded: &masterpb.Event_AgentAdded{Agent: s.agentProto(a)}})
+}
+
+// connectAgent attaches a subscription stream and sends SUBSCRIBED.
+func (s *state) connectAgent(a *agent, st *AgentStream, now time.Time) {
+	if a.stream != nil && a.stream != st {
+		a.stream.q.close()
+	}
+	st.agentID = a.id
+	a.stream = st
+	a.connected = !st.q.isClosed()
+	a.misses = 0
+	a.pongPending = false
+	a.nextPing = now.Add(s.cfg.AgentPingTimeout)
+	s.dirty = true
+	ev := s.agentEvent(protocol.AgentEvent_SUBSCRIBED)
+	ev.Subscribed = &protocol.AgentEvent_Subscribed{
+		AgentId:             agentID(a.id),
+		MasterInfo:          s.info,
+		PingIntervalSeconds: proto.Float64(s.cfg.AgentPingTimeout.Seconds()),
+		MaxMissed:           proto.Uint32(uint32(s.cfg.MaxAgentPingTimeouts)),
+	}
+	s.sendAgent(a, ev)
+}
+
+// reregister handles a known agent subscribing again (its connection
+// dropped, or the agent process restarted and recovered).
+func (s *state) reregister(a *agent, st *AgentStream, sub *protocol.AgentCall_Subscribe, now time.Time) {
+	info := sub.GetAgentInfo()
+	a.endpoint = sub.GetEndpoint()
+	a.version = sub.GetAgentVersion()
+	a.caps = sub.GetCapabilities()
+	a.reregisteredTime = now
+	if !proto.Equal(a.info, info) {
+		a.info = info
+		if total, err := resources.FromProto(info.GetResources()); err == nil && !total.Equal(a.total) {
+			a.total = total
+			s.rescindAgentOffers(a)
+			s.alloc.UpdateAgent(a.id, info, total)
+		}
+	}
+	s.connectAgent(a, st, now)
+	s.adoptReport(a, sub, now)
+	// Tell the agent what the master believes it runs; it answers with
+	// TASK_LOST/DROPPED for tasks it does not know (e.g. a RUN_TASK lost
+	// while it was disconnected).
+	var known []*mesos.Task
+	for _, fwID := range sortedKeys(a.tasks) {
+		for _, t := range sortedTasks(a.tasks[fwID]) {
+			if !isTerminal(t.proto.GetState()) {
+				known = append(known, t.proto)
+			}
+		}
+	}
+	ev := s.agentEvent(protocol.AgentEvent_RECONCILE)
+	ev.Reconcile = &protocol.AgentEvent_Reconcile{Tasks: known}
+	s.sendAgent(a, ev)
+	if !a.deactivated {
+		s.alloc.ActivateAgent(a.id)
+	}
+	s.count("master/slave_reregistrations")
+	s.log.Info("agent re-registered", "agent", a.id)
+}
+
+// adoptReport takes in the frameworks, executors and tasks an agent
+// reports that the master does not know (after a master failover, or
+// tasks that came back from a partition). Frameworks not yet subscribed to
+// this master are added as "recovered"; removed frameworks are shut down.
+func (s *state) adoptReport(a *agent, sub *protocol.AgentCall_Subscribe, now time.Time) {
+	shutdown := map[string]bool{}
+	for _, info := range sub.GetFrameworks() {
+		id := info.GetId().GetValue()
+		if id == "" {
+			continue
+		}
+		if s.completedIDs[id] {
+			shutdown[id] = true
+			continue
+		}
+		if s.frameworks[id] == nil {
+			fw := newFramework(id, proto.Clone(info).(*mesos.FrameworkInfo), now)
+			fw.recovered = true
+			s.frameworks[id] = fw
+			s.alloc.AddFramework(id, fw.info, nil, false, nil)
+			s.emit(&masterpb.Event{Type: masterpb.Event_FRAMEWORK_ADDED.Enum(),
+				FrameworkAdded: &masterpb.Event_FrameworkAdded{Framework: s.frameworkProto(fw)}})
+		}
+	}
+	for _, ei := range sub.GetExecutors() {
+		fw := s.frameworks[ei.GetFrameworkId().GetValue()]
+		if fw == nil || a.executors[fw.id][ei.GetExecutorId().GetValue()] != nil {
+			continue
+		}
+		res, err := resources.FromProto(withAllocation(ei.GetResources(), defaultRole(fw)))
+		if err != nil {
+			s.log.Warn("agent reported executor with invalid resources", "agent", a.id, "err", err)
+			continue
+		}
+		info := proto.Clone(ei).(*mesos.ExecutorInfo)
+		info.Resources = res.Proto()
+		s.addExecutor(&executor{info: info, res: res, fwID: fw.id, agentID: a.id})
+	}
+	for _, p := range sub.GetTasks() {
+		fwID := p.GetFrameworkId().GetValue()
+		if s.completedIDs[fwID] {
+			shutdown[fwID] = true
+			continue
+		}
+		fw := s.frameworks[fwID]
+		if fw == nil {
+			s.log.Warn("agent reported a task of an unknown framework", "agent", a.id, "framework", fwID)
+			continue
+		}
+		id := p.GetTaskId().GetValue()
+		if t := fw.tasks[id]; t != nil {
+			continue // the master's record is authoritative
+		}
+		res, err := resources.FromProto(withAllocation(p.GetResources(), defaultRole(fw)))
+		if err != nil {
+			s.log.Warn("agent reported task with invalid resources", "agent", a.id, "task", id, "err", err)
+			continue
+		}
+		tp := proto.Clone(p).(*mesos.Task)
+		tp.AgentId = agentID(a.id)
+		tp.Resources = res.Proto()
+		t := &task{proto: tp, res: res, fwID: fwID, agentID: a.id, executorID: p.GetExecutorId().GetValue()}
+		t.recovered = isTerminal(tp.GetState())
+		delete(fw.unreachableTasks, id)
+		s.addTask(t)
+		s.emit(&masterpb.Event{Type: masterpb.Event_TASK_ADDED.Enum(), TaskAdded: &masterpb.Event_TaskAdded{Task: tp}})
+	}
+	for _, id := range sortedKeys(shutdown) {
+		ev := s.agentEvent(protocol.AgentEvent_SHUTDOWN_FRAMEWORK)
+		ev.ShutdownFramework = &protocol.AgentEvent_ShutdownFramework{FrameworkId: frameworkID(id)}
+		s.sendAgent(a, ev)
+	}
+}
+
+// defaultRole is the role resources without allocation_info are
+// attributed to: the framework's only role, or "*".
+func defaultRole(fw *framework) string {
+	if roles := fw.roles(); len(roles) > 0 {
+		return roles[0]
+	}
+	return "*"
+}
+
+// agentStreamClosed deactivates an agent whose connection ended: no
+// offers until it re-subscribes; missed pings keep counting.
+func (s *state) agentStreamClosed(st *AgentStream, now time.Time) {
+	a := s.agents[st.agentID]
+	if a == nil || a.stream != st {
+		return
+	}
+	a.stream = nil
+	a.connected = false
+	s.rescindAgentOffers(a)
+	s.alloc.DeactivateAgent(a.id)
+	s.dirty = true
+	s.log.Info("agent disconnected", "agent", a.id)
+}
+
+// markUnreachable starts moving an agent to the unreachable list; the
+// master acts once the registrar write is durable.
+func (s *state) markUnreachable(a *agent, reason string, now time.Time) {
+	if a.leaving {
+		return
+	}
+	a.leaving = true
+	s.rescindAgentOffers(a)
+	s.alloc.DeactivateAgent(a.id)
+	s.log.Warn("marking agent unreachable", "agent", a.id, "reason", reason)
+	at := now
+	s.reg.MarkUnreachable(a.id, at, func(err error) {
+		s.post(func(s *state, now time.Time) { s.unreachableDone(a, reason, at, err, now) })
+	})
+}
+
+func (s *state) unreachableDone(a *agent, reason string, at time.Time, err error, now time.Time) {
+	if s.agents[a.id] != a {
+		return
+	}
+	if err != nil {
+		s.log.Error("registrar failed to mark agent unreachable; will retry", "agent", a.id, "err", err)
+		a.leaving = false
+		a.nextPing = now.Add(s.cfg.AgentPingTimeout)
+		return
+	}
+	msg := fmt.Sprintf("Agent %s (%s) is unreachable: %s", a.id, a.info.GetHostname(), reason)
+	s.dropAgent(a, func(fw *framework) mesos.TaskState {
+		if fw.partitionAware() {
+			return mesos.TaskState_TASK_UNREACHABLE
+		}
+		return mesos.TaskState_TASK_LOST
+	}, msg, at, now)
+	s.unreachable[a.id] = &unreachableAgent{info: a.info, at: at}
+	s.count("master/slave_unreachable_completed")
+	s.count("master/slave_removals/reason_unhealthy")
+}
+
+// dropAgent removes a registered agent: its tasks get newState(fw) with
+// REASON_AGENT_REMOVED (Mesos's reason for both unreachable and removed
+// agents), unreachable tasks of partition-aware frameworks are kept aside,
+// the rest completed; its executors, offers and allocator entry go away.
+func (s *state) dropAgent(a *agent, newState func(*framework) mesos.TaskState, msg string, at time.Time, now time.Time) {
+	for _, o := range sortedOffers(a.offers) {
+		s.rescindOffer(o, true)
+	}
+	for _, fwID := range sortedKeys(a.tasks) {
+		fw := s.frameworks[fwID]
+		for _, t := range sortedTasks(a.tasks[fwID]) {
+			if fw == nil {
+				continue
+			}
+			ns := newState(fw)
+			if !isTerminal(t.proto.GetState()) {
+				st := s.masterStatus(t, ns, mesos.TaskStatus_REASON_AGENT_REMOVED, msg, now)
+				if ns == mesos.TaskState_TASK_UNREACHABLE {
+					st.UnreachableTime = timeInfo(at)
+				}
+				s.applyStatus(t, st, ns, false)
+				s.forwardStatus(fw, st)
+			}
+			if t.proto.GetState() == mesos.TaskState_TASK_UNREACHABLE {
+				s.recoverTask(t)
+				delete(fw.tasks, t.id())
+				fw.unreachableTasks[t.id()] = t.proto
+			} else {
+				s.completeTask(fw, t)
+			}
+		}
+	}
+	for _, fwID := range sortedKeys(a.executors) {
+		for _, ex := range a.executors[fwID] {
+			s.removeExecutor(ex)
+		}
+	}
+	if a.stream != nil {
+		a.stream.q.close()
+		a.stream = nil
+	}
+	delete(s.agents, a.id)
+	s.alloc.RemoveAgent(a.id)
+	s.count("master/slave_removals")
+	s.emit(&masterpb.Event{Type: masterpb.Event_AGENT_REMOVED.Enum(),
+		AgentRemoved: &masterpb.Event_AgentRemoved{AgentId: agentID(a.id)}})
+}
+
+// removeAgent removes an agent for good (it unregistered): the registrar
+// marks it gone, its tasks become TASK_GONE (TASK_LOST for frameworks that
+// are not partition-aware).
+func (s *state) removeAgent(a *agent, reason string) {
+	if a.leaving {
+		return
+	}
+	a.leaving = true
+	s.rescindAgentOffers(a)
+	s.alloc.DeactivateAgent(a.id)
+	s.reg.Remove(a.id, func(err error) {
+		s.post(func(s *state, now time.Time) {
+			if s.agents[a.id] != a {
+				return
+			}
+			if err != nil {
+				s.log.Error("registrar failed to remove agent", "agent", a.id, "err", err)
+				a.leaving = false
+				return
+			}
+			s.dropAgent(a, func(fw *framework) mesos.TaskState {
+				if fw.partitionAware() {
+					return mesos.TaskState_TASK_GONE
+				}
+				return mesos.TaskState_TASK_LOST
+			}, fmt.Sprintf("Agent %s (%s) removed: %s", a.id, a.info.GetHostname(), reason), now, now)
+			s.gone[a.id] = true
+			s.count("master/slave_removals/reason_unregistered")
+		})
+	})
+}
+
+// agentCall applies a non-SUBSCRIBE agent-protocol call.
+func (s *state) agentCall(call *protocol.AgentCall, now time.Time) error {
+	id := call.GetAgentId().GetValue()
+	a := s.agents[id]
+	if a == nil {
+		if s.gone[id] {
+			return forbidden("Agent %s was removed from the cluster", id)
+		}
+		return forbidden("Agent %s is not registered", id)
+	}
+	switch call.GetType() {
+	case protocol.AgentCall_STATUS_UPDATE:
+		su := call.GetStatusUpdate()
+		if su == nil || su.GetStatus() == nil {
+			return badRequest("Expecting 'status_update.status' to be present")
+		}
+		if su.GetStatus().GetTaskId().GetValue() == "" {
+			return badRequest("Expecting 'status_update.status.task_id' to be present")
+		}
+		s.statusUpdate(a, su, now)
+	case protocol.AgentCall_PONG:
+		a.pongPending = false
+		a.misses = 0
+	case protocol.AgentCall_EXECUTOR_EXITED:
+		if call.GetExecutorExited() == nil {
+			return badRequest("Expecting 'executor_exited' to be present")
+		}
+		s.executorExited(a, call.GetExecutorExited())
+	case protocol.AgentCall_FRAMEWORK_MESSAGE:
+		if call.GetFrameworkMessage() == nil {
+			return badRequest("Expecting 'framework_message' to be present")
+		}
+		s.frameworkMessage(a, call.GetFrameworkMessage())
+	case protocol.AgentCall_UNREGISTER:
+		s.removeAgent(a, "agent unregistered")
+	case protocol.AgentCall_UPDATE_RESOURCES:
+		rs := call.GetUpdateResources().GetOversubscribed()
+		if err := resources.Validate(rs); err != nil {
+			return badRequest("Invalid 'update_resources.oversubscribed': %v", err)
+		}
+		r, err := resources.FromProto(rs)
+		if err != nil {
+			return badRequest("Invalid 'update_resources.oversubscribed': %v", err)
+		}
+		s.alloc.UpdateOversubscribed(a.id, r)
+	case protocol.AgentCall_SUBSCRIBE:
+		return badRequest("SUBSCRIBE opens the event stream; it cannot be sent as a separate call")
+	default:
+		return badRequest("Unknown agent call type %v", call.GetType())
+	}
+	return nil
+}
+
+// agentIDs returns registered agent IDs, sorted.
+func (s *state) agentIDs() []string {
+	ids := make([]string, 0, len(s.agents))
+	for id := range s.agents {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}

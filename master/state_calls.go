@@ -1,0 +1,81 @@
+package master
+
+import (
+	"net/http"
+	"time"
+
+	"mezzo/api/schedulerpb"
+)
+
+// schedulerCall applies a validated non-SUBSCRIBE call after the checks
+// Mesos makes, in its order: the framework must exist (400), be subscribed
+// (403), and the call must carry the current subscription's
+// Mesos-Stream-Id (400).
+func (s *state) schedulerCall(call *schedulerpb.Call, streamID string, now time.Time) error {
+	fw := s.frameworks[call.GetFrameworkId().GetValue()]
+	if fw == nil {
+		return badRequest("Framework cannot be found")
+	}
+	if !fw.connected || fw.stream == nil {
+		return forbidden("Framework is not subscribed")
+	}
+	if streamID == "" {
+		return badRequest("All non-subscribe calls should include the 'Mesos-Stream-Id' header")
+	}
+	if streamID != fw.stream.id {
+		return badRequest("The stream ID '%s' included in this request didn't match the stream ID currently associated with framework ID %s",
+			streamID, fw.id)
+	}
+	switch call.GetType() {
+	case schedulerpb.Call_TEARDOWN:
+		s.removeFramework(fw, now)
+	case schedulerpb.Call_ACCEPT:
+		s.accept(fw, call.GetAccept(), now)
+	case schedulerpb.Call_DECLINE:
+		s.decline(fw, call.GetDecline().GetOfferIds(), call.GetDecline().GetFilters())
+	case schedulerpb.Call_REVIVE:
+		roles := call.GetRevive().GetRoles()
+		s.setSuppressed(fw, roles, false)
+		s.alloc.ReviveOffers(fw.id, roles)
+	case schedulerpb.Call_SUPPRESS:
+		roles := call.GetSuppress().GetRoles()
+		s.setSuppressed(fw, roles, true)
+		s.alloc.SuppressOffers(fw.id, roles)
+	case schedulerpb.Call_KILL:
+		s.kill(fw, call.GetKill(), now)
+	case schedulerpb.Call_SHUTDOWN:
+		s.shutdownExecutor(fw, call.GetShutdown())
+	case schedulerpb.Call_ACKNOWLEDGE:
+		s.acknowledge(fw, call.GetAcknowledge())
+	case schedulerpb.Call_RECONCILE:
+		s.reconcile(fw, call.GetReconcile().GetTasks(), now)
+	case schedulerpb.Call_MESSAGE:
+		s.message(fw, call.GetMessage())
+	case schedulerpb.Call_REQUEST:
+		// Accepted and ignored: the built-in allocators ignore requests.
+	case schedulerpb.Call_UPDATE_FRAMEWORK:
+		return s.updateFramework(fw, call.GetUpdateFramework())
+	case schedulerpb.Call_ACCEPT_INVERSE_OFFERS, schedulerpb.Call_DECLINE_INVERSE_OFFERS,
+		schedulerpb.Call_ACKNOWLEDGE_OPERATION_STATUS, schedulerpb.Call_RECONCILE_OPERATIONS:
+		// No inverse offers or operation feedback yet: nothing to act on.
+	default:
+		return &APIError{Status: http.StatusNotImplemented, Message: "Received '" + call.GetType().String() + "' call"}
+	}
+	return nil
+}
+
+// setSuppressed records suppressed roles (all of the framework's roles if
+// roles is empty) so that snapshots and re-subscriptions reflect them.
+func (s *state) setSuppressed(fw *framework, roles []string, suppressed bool) {
+	if len(roles) == 0 {
+		roles = fw.roles()
+	}
+	for _, r := range roles {
+		if suppressed {
+			fw.suppressed[r] = true
+		} else {
+			delete(fw.suppressed, r)
+		}
+	}
+	s.dirty = true
+}

@@ -1,0 +1,127 @@
+package master
+
+import (
+	"sort"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"mezzo/api/protocol"
+)
+
+// afterPublish defers f until the snapshot reflecting the current batch is
+// published (replies to callers, so that a caller who got an answer sees
+// its change in Snapshot()).
+func (s *state) afterPublish(f func()) { s.after = append(s.after, f) }
+
+func (s *state) runAfterPublish() {
+	after := s.after
+	s.after = nil
+	for _, f := range after {
+		f()
+	}
+}
+
+// advance fires every deadline that is due at now: offer timeouts,
+// framework failover timeouts and agent pings. Deadlines missed by more
+// than one period (a stalled loop, a fake clock jumping) are all applied.
+func (s *state) advance(now time.Time) {
+	var expired []*offer
+	for _, o := range s.offers {
+		if !o.expires.IsZero() && !now.Before(o.expires) {
+			expired = append(expired, o)
+		}
+	}
+	sort.Slice(expired, func(i, j int) bool { return expired[i].id < expired[j].id })
+	for _, o := range expired {
+		s.rescindOffer(o, true)
+	}
+
+	var failed []*framework
+	for _, fw := range s.frameworks {
+		if !fw.failoverAt.IsZero() && !now.Before(fw.failoverAt) {
+			failed = append(failed, fw)
+		}
+	}
+	sort.Slice(failed, func(i, j int) bool { return failed[i].id < failed[j].id })
+	for _, fw := range failed {
+		s.log.Info("framework failover timeout expired; removing", "framework", fw.id)
+		s.removeFramework(fw, now)
+	}
+
+	ids := make([]string, 0, len(s.agents))
+	for id, a := range s.agents {
+		if !a.nextPing.IsZero() && !now.Before(a.nextPing) {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		s.pingAgent(s.agents[id], now)
+	}
+}
+
+// pingAgent runs the ping rounds that are due. Each round first counts
+// the previous ping as missed if no PONG came back (a disconnected agent
+// cannot answer), then pings again. MaxAgentPingTimeouts consecutive misses
+// make the agent unreachable.
+func (s *state) pingAgent(a *agent, now time.Time) {
+	for !a.nextPing.IsZero() && !now.Before(a.nextPing) {
+		if a.pongPending || !a.connected {
+			a.misses++
+			if a.misses >= s.cfg.MaxAgentPingTimeouts {
+				a.nextPing = time.Time{}
+				s.markUnreachable(a, "health check timed out", now)
+				return
+			}
+		}
+		a.nextPing = a.nextPing.Add(s.cfg.AgentPingTimeout)
+		if a.connected {
+			a.pingSeq++
+			a.pongPending = true
+			ev := s.agentEvent(protocol.AgentEvent_PING)
+			ev.Ping = &protocol.AgentEvent_Ping{Sequence: proto.Uint64(a.pingSeq)}
+			s.sendAgent(a, ev)
+		}
+	}
+}
+
+// nextDeadline is the earliest pending deadline, zero if none.
+func (s *state) nextDeadline() time.Time {
+	var next time.Time
+	consider := func(t time.Time) {
+		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
+			next = t
+		}
+	}
+	for _, o := range s.offers {
+		consider(o.expires)
+	}
+	for _, fw := range s.frameworks {
+		consider(fw.failoverAt)
+	}
+	for _, a := range s.agents {
+		consider(a.nextPing)
+	}
+	return next
+}
+
+// shutdown ends every subscription when the master stops.
+func (s *state) shutdown() {
+	for _, fw := range s.frameworks {
+		if fw.stream != nil {
+			fw.stream.q.close()
+			fw.stream = nil
+		}
+	}
+	for _, a := range s.agents {
+		if a.stream != nil {
+			a.stream.q.close()
+			a.stream = nil
+		}
+	}
+	for w := range s.watchers {
+		s.dropWatcher(w)
+	}
+	s.runAfterPublish()
+}

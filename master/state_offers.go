@@ -1,0 +1,235 @@
+package master
+
+import (
+	"math"
+	"net"
+	"sort"
+	"strconv"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"mezzo/api/mesos"
+	"mezzo/api/schedulerpb"
+	"mezzo/master/allocator"
+	"mezzo/resources"
+)
+
+// allocated turns one allocation into offers: one Offer per (agent, role),
+// all sent in one OFFERS event. Resources that can no longer be offered
+// (framework gone or inactive, agent gone or inactive) go straight back.
+func (s *state) allocated(fwID string, offers allocator.Offers, now time.Time) {
+	fw := s.frameworks[fwID]
+	roles := make([]string, 0, len(offers))
+	for role := range offers {
+		roles = append(roles, role)
+	}
+	sort.Strings(roles)
+	var made []*mesos.Offer
+	for _, role := range roles {
+		agents := make([]string, 0, len(offers[role]))
+		for id := range offers[role] {
+			agents = append(agents, id)
+		}
+		sort.Strings(agents)
+		for _, agentID := range agents {
+			res := allocatedTo(offers[role][agentID], role)
+			if res.IsEmpty() {
+				continue
+			}
+			a := s.agents[agentID]
+			if fw == nil || !fw.active || fw.stream == nil || a == nil || !a.active() {
+				s.alloc.RecoverResources(fwID, agentID, res, nil)
+				continue
+			}
+			o := &offer{id: s.newOfferID(), fwID: fwID, agentID: agentID, role: role, res: res}
+			if s.cfg.OfferTimeout > 0 {
+				o.expires = now.Add(s.cfg.OfferTimeout)
+			}
+			o.proto = s.offerProto(o, fw, a)
+			s.offers[o.id] = o
+			fw.offers[o.id] = o
+			a.offers[o.id] = o
+			made = append(made, o.proto)
+		}
+	}
+	if len(made) == 0 {
+		return
+	}
+	s.dirty = true
+	s.sendFramework(fw, &schedulerpb.Event{
+		Type:   schedulerpb.Event_OFFERS.Enum(),
+		Offers: &schedulerpb.Event_Offers{Offers: made},
+	})
+}
+
+// allocatedTo sets allocation_info.role on every resource: the master
+// keeps offered and used resources in this allocated form, as Mesos does,
+// so that a MULTI_ROLE framework's resources are attributed to a role.
+func allocatedTo(r resources.Resources, role string) resources.Resources {
+	rs := r.Proto()
+	changed := false
+	for _, x := range rs {
+		if x.GetAllocationInfo().GetRole() != role {
+			x.AllocationInfo = &mesos.Resource_AllocationInfo{Role: proto.String(role)}
+			changed = true
+		}
+	}
+	if !changed {
+		return r
+	}
+	out, err := resources.FromProto(rs)
+	if err != nil {
+		return r
+	}
+	return out
+}
+
+// offerProto renders an offer the way the framework expects it (see
+// reference §1.5): url, hostname, attributes, its executors on the agent;
+// allocation_info only for MULTI_ROLE frameworks; pre-refinement resources
+// unless RESERVATION_REFINEMENT; no ephemeral_ports.
+func (s *state) offerProto(o *offer, fw *framework, a *agent) *mesos.Offer {
+	multiRole := fw.has(mesos.FrameworkInfo_Capability_MULTI_ROLE)
+	var rs []*mesos.Resource
+	for _, r := range o.res.Proto() {
+		if r.GetName() == "ephemeral_ports" {
+			continue
+		}
+		if !multiRole {
+			r.AllocationInfo = nil
+		}
+		rs = append(rs, r)
+	}
+	if !fw.has(mesos.FrameworkInfo_Capability_RESERVATION_REFINEMENT) {
+		rs = resources.ToPreRefinement(rs)
+	}
+	p := &mesos.Offer{
+		Id:          offerID(o.id),
+		FrameworkId: frameworkID(fw.id),
+		AgentId:     agentID(a.id),
+		Hostname:    proto.String(a.info.GetHostname()),
+		Url:         agentURL(a),
+		Domain:      a.info.GetDomain(),
+		Resources:   rs,
+		Attributes:  a.info.GetAttributes(),
+	}
+	for _, id := range sortedKeys(fw.executors[a.id]) {
+		p.ExecutorIds = append(p.ExecutorIds, &mesos.ExecutorID{Value: proto.String(id)})
+	}
+	if multiRole {
+		p.AllocationInfo = &mesos.Resource_AllocationInfo{Role: proto.String(o.role)}
+	}
+	return p
+}
+
+// agentURL is the agent's HTTP address as frameworks find it in offers.
+func agentURL(a *agent) *mesos.URL {
+	host, portStr, err := net.SplitHostPort(a.endpoint)
+	port := int64(a.info.GetPort())
+	if err == nil {
+		if p, perr := strconv.ParseInt(portStr, 10, 32); perr == nil {
+			port = p
+		}
+	} else {
+		host = a.endpoint
+	}
+	return &mesos.URL{
+		Scheme: proto.String("http"),
+		Address: &mesos.Address{
+			Hostname: proto.String(a.info.GetHostname()),
+			Ip:       proto.String(host),
+			Port:     proto.Int32(int32(port)),
+		},
+		Path: proto.String("/slave(1)"),
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// normalizeFilters applies Mesos's rules to Filters: unset or negative
+// refuse_seconds means the default 5 s, and the value is capped at a year.
+func normalizeFilters(f *mesos.Filters) *mesos.Filters {
+	secs := float64(DefaultRefuseSeconds)
+	if f != nil && f.RefuseSeconds != nil {
+		v := f.GetRefuseSeconds()
+		if v >= 0 && !math.IsNaN(v) {
+			secs = math.Min(v, MaxRefuseSeconds)
+		}
+	}
+	return &mesos.Filters{RefuseSeconds: proto.Float64(secs)}
+}
+
+// decline handles DECLINE: each valid offer of the framework goes back to
+// the allocator with the filters; unknown offers are ignored (they may have
+// been rescinded meanwhile), as Mesos does.
+func (s *state) decline(fw *framework, ids []*mesos.OfferID, filters *mesos.Filters) {
+	f := normalizeFilters(filters)
+	for _, id := range ids {
+		o := s.offers[id.GetValue()]
+		if o == nil || o.fwID != fw.id {
+			s.log.Debug("ignoring DECLINE of unknown offer", "framework", fw.id, "offer", id.GetValue())
+			continue
+		}
+		s.dropOffer(o)
+		s.alloc.RecoverResources(o.fwID, o.agentID, o.res, f)
+	}
+}
+
+// dropOffer forgets an offer (its resources are the caller's to recover).
+func (s *state) dropOffer(o *offer) {
+	delete(s.offers, o.id)
+	if fw := s.frameworks[o.fwID]; fw != nil {
+		delete(fw.offers, o.id)
+	}
+	if a := s.agents[o.agentID]; a != nil {
+		delete(a.offers, o.id)
+	}
+	s.dirty = true
+}
+
+// rescindOffer takes an offer back: RESCIND to the framework if notify and
+// it is connected, resources recovered without a filter.
+func (s *state) rescindOffer(o *offer, notify bool) {
+	s.dropOffer(o)
+	if fw := s.frameworks[o.fwID]; fw != nil && notify {
+		s.sendFramework(fw, &schedulerpb.Event{
+			Type:    schedulerpb.Event_RESCIND.Enum(),
+			Rescind: &schedulerpb.Event_Rescind{OfferId: offerID(o.id)},
+		})
+	}
+	s.alloc.RecoverResources(o.fwID, o.agentID, o.res, nil)
+}
+
+func (s *state) recoverFrameworkOffers(fw *framework, notify bool) {
+	for _, o := range sortedOffers(fw.offers) {
+		s.rescindOffer(o, notify)
+	}
+}
+
+func (s *state) rescindAgentOffers(a *agent) {
+	for _, o := range sortedOffers(a.offers) {
+		s.rescindOffer(o, true)
+	}
+}
+
+// rescindOn rescinds the framework's offers on an agent (the allocator's
+// Rescind callback, when a revocable estimate shrank).
+func (s *state) rescindOn(fwID, agentID string, now time.Time) {
+	fw := s.frameworks[fwID]
+	if fw == nil {
+		return
+	}
+	for _, o := range sortedOffers(fw.offers) {
+		if o.agentID == agentID {
+			s.rescindOffer(o, true)
+		}
+	}
+}
