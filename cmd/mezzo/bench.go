@@ -1,0 +1,51 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+
+	allocbench "mezzo/master/allocator/bench"
+)
+
+// runBench dispatches `mezzo bench <what>`. Results go to stdout as one
+// JSON object (--json) or a short human summary; docs/benchmarks.md records
+// them with the machine and the command.
+func runBench(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "usage: mezzo bench allocator [flags]")
+		return 2
+	}
+	switch args[0] {
+	case "allocator":
+		return benchAllocator(args[1:], stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "mezzo bench: unknown benchmark %q (known: allocator)\n", args[0])
+	return 2
+}
+
+func benchAllocator(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("bench allocator", stderr)
+	agents := fs.Int("agents", 1000, "number of agents")
+	frameworks := fs.Int("frameworks", 100, "number of frameworks")
+	roles := fs.Int("roles", 0, "number of roles (0: one per framework)")
+	quota := fs.Bool("quota", false, "give every role a quota")
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	if code := parseFlags(fs, args); code >= 0 {
+		return code
+	}
+	res, err := allocbench.Run(allocbench.Config{Agents: *agents, Frameworks: *frameworks, Roles: *roles, Quota: *quota})
+	if err != nil {
+		fmt.Fprintf(stderr, "mezzo bench allocator: %v\n", err)
+		return 1
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		if err := enc.Encode(res); err != nil {
+			return 1
+		}
+		return 0
+	}
+	fmt.Fprintf(stdout, "%+v\n", res)
+	return 0
+}

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"mezzo/internal/flagenv"
+	"mezzo/internal/stout"
+)
+
+// durationValue is a flag accepting Mesos durations ("15secs", "1mins") as
+// well as Go's ("15s"), printed in Mesos's form so /flags reads like Mesos.
+type durationValue struct{ d *time.Duration }
+
+func (v durationValue) String() string {
+	if v.d == nil {
+		return ""
+	}
+	return stout.FormatDuration(*v.d)
+}
+
+func (v durationValue) Set(s string) error {
+	d, err := stout.ParseDuration(s)
+	if err != nil {
+		if gd, gerr := time.ParseDuration(s); gerr == nil {
+			d, err = gd, nil
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("invalid duration %q (want e.g. 15secs, 500ms, 2mins)", s)
+	}
+	if d < 0 {
+		return fmt.Errorf("negative duration %q", s)
+	}
+	*v.d = d
+	return nil
+}
+
+func durationFlag(fs *flag.FlagSet, name string, def time.Duration, usage string) *time.Duration {
+	d := def
+	fs.Var(durationValue{&d}, name, usage)
+	return &d
+}
+
+// newFlagSet returns a flag set whose errors and help go to stderr.
+func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("mezzo "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+// parseFlags parses args (with MESOS_<FLAG> from the environment). It
+// returns a non-negative exit code when the caller should stop (help or a
+// bad flag).
+func parseFlags(fs *flag.FlagSet, args []string) int {
+	if err := flagenv.Parse(fs, args, flagenv.OSLookup); err != nil {
+		if err == flag.ErrHelp {
+			return 0
+		}
+		fmt.Fprintf(fs.Output(), "%s: %v\n", fs.Name(), err)
+		return 2
+	}
+	return -1
+}
+
+// logger returns a text logger at the named level ("debug", "info", "warn", "error").
+func logger(w io.Writer, level string) *slog.Logger {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(strings.ToUpper(level))); err != nil {
+		l = slog.LevelInfo
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
+}
+
+// parseWeights parses --weights "role1=2,role2=0.5".
+func parseWeights(s string) (map[string]float64, error) {
+	out := map[string]float64{}
+	if strings.TrimSpace(s) == "" {
+		return out, nil
+	}
+	for _, kv := range strings.Split(s, ",") {
+		role, w, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		var f float64
+		if _, err := fmt.Sscanf(w, "%g", &f); !ok || err != nil || f <= 0 || role == "" {
+			return nil, fmt.Errorf("--weights: %q is not role=positive-number", kv)
+		}
+		out[role] = f
+	}
+	return out, nil
+}
+
+// parseMinAllocatable parses --min_allocatable_resources "cpus:0.01|mem:32":
+// alternatives separated by '|', each a ';'-separated list of name:quantity.
+func parseMinAllocatable(s string) ([]map[string]float64, error) {
+	var out []map[string]float64
+	for _, alt := range strings.Split(s, "|") {
+		m := map[string]float64{}
+		for _, item := range strings.Split(alt, ";") {
+			name, q, ok := strings.Cut(strings.TrimSpace(item), ":")
+			var f float64
+			if _, err := fmt.Sscanf(q, "%g", &f); !ok || err != nil || f < 0 || name == "" {
+				return nil, fmt.Errorf("--min_allocatable_resources: %q is not name:quantity", item)
+			}
+			m[name] = f
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+func hostnameOr(h string) string {
+	if h != "" {
+		return h
+	}
+	if n, err := os.Hostname(); err == nil {
+		return n
+	}
+	return "localhost"
+}

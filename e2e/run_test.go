@@ -1,0 +1,98 @@
+package e2e
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// `mezzo run` is the README's way to run work: exit 0 only on TASK_FINISHED.
+func TestRunFinishesAndFails(t *testing.T) {
+	c := startLocal(t, 1)
+	code, out := runCmd(t, 60*time.Second, mezzoBin, "run", "--master="+c.addr, "--", "/bin/echo", "hello")
+	if code != 0 {
+		t.Fatalf("mezzo run echo: exit %d, want 0; output:\n%s", code, out)
+	}
+	mustContain(t, out, "TASK_RUNNING", "TASK_FINISHED")
+
+	code, out = runCmd(t, 60*time.Second, mezzoBin, "run", "--master="+c.addr, "--", "/bin/false")
+	if code == 0 {
+		t.Fatalf("mezzo run false: exit 0, want non-zero; output:\n%s", out)
+	}
+	mustContain(t, out, "TASK_FAILED", "Command exited with status 1")
+}
+
+// The quick start in the README: `mezzo local -- CMD` runs CMD on a fresh
+// cluster and exits with its result.
+func TestLocalRunsCommand(t *testing.T) {
+	port := freePort(t)
+	code, out := runCmd(t, 90*time.Second, mezzoBin, "local", "--agents=2", "--port="+strconv.Itoa(port),
+		"--work_dir="+t.TempDir(), "--", "/bin/sh", "-c", "echo quickstart; exit 0")
+	if code != 0 {
+		t.Fatalf("mezzo local -- cmd: exit %d; output:\n%s", code, out)
+	}
+	mustContain(t, out, "2 agent(s)", "TASK_FINISHED")
+}
+
+// The task's stdout lands in its sandbox and can be read through /files.
+func TestSandboxStdoutThroughFiles(t *testing.T) {
+	c := startLocal(t, 1)
+	code, out := runCmd(t, 60*time.Second, mezzoBin, "run", "--master="+c.addr, "--", "/bin/echo", "sandbox-marker")
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	var state struct {
+		Slaves []struct {
+			PID string `json:"pid"`
+		} `json:"slaves"`
+	}
+	if err := getJSON(c.url("/master/state"), &state); err != nil || len(state.Slaves) != 1 {
+		t.Fatalf("master state: %v %+v", err, state)
+	}
+	agentAddr := state.Slaves[0].PID[strings.Index(state.Slaves[0].PID, "@")+1:]
+	var agentState struct {
+		CompletedFrameworks []struct {
+			CompletedExecutors []struct {
+				Directory string `json:"directory"`
+			} `json:"completed_executors"`
+			Executors []struct {
+				Directory string `json:"directory"`
+			} `json:"executors"`
+		} `json:"completed_frameworks"`
+		Frameworks []struct {
+			CompletedExecutors []struct {
+				Directory string `json:"directory"`
+			} `json:"completed_executors"`
+		} `json:"frameworks"`
+	}
+	if err := getJSON("http://"+agentAddr+"/slave(1)/state", &agentState); err != nil {
+		t.Fatal(err)
+	}
+	var dirs []string
+	for _, f := range agentState.CompletedFrameworks {
+		for _, e := range f.CompletedExecutors {
+			dirs = append(dirs, e.Directory)
+		}
+		for _, e := range f.Executors {
+			dirs = append(dirs, e.Directory)
+		}
+	}
+	for _, f := range agentState.Frameworks {
+		for _, e := range f.CompletedExecutors {
+			dirs = append(dirs, e.Directory)
+		}
+	}
+	if len(dirs) == 0 {
+		t.Fatalf("agent state lists no executor directory")
+	}
+	var read struct {
+		Data string `json:"data"`
+	}
+	if err := getJSON("http://"+agentAddr+"/files/read?offset=0&path="+dirs[0]+"/stdout", &read); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(read.Data, "sandbox-marker") {
+		t.Fatalf("stdout of the task = %q, want it to contain sandbox-marker", read.Data)
+	}
+}
