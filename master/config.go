@@ -57,6 +57,11 @@ type Config struct {
 	// AllocatorName selects the registered allocator (--allocator) when
 	// Allocator is nil; empty means DefaultAllocator ("HierarchicalDRF").
 	AllocatorName string
+	// MinAllocatable is --min_allocatable_resources for the built allocator
+	// (nil: Mesos's default, cpus:0.01|mem:32).
+	MinAllocatable []map[string]float64
+	// Weights are the initial role weights (--weights) for the built allocator.
+	Weights map[string]float64
 	// AllocationInterval is --allocation_interval (default 1s).
 	AllocationInterval time.Duration
 	// OfferTimeout rescinds offers outstanding this long (--offer_timeout);

@@ -46,10 +46,12 @@ func New(cfg Config) (*Master, error) {
 	m.alloc = cfg.Allocator
 	if m.alloc == nil {
 		a, err := allocator.New(cfg.AllocatorName, allocator.Options{
-			Offer:    m.AllocatorOffer,
-			Rescind:  m.AllocatorRescind,
-			Interval: cfg.AllocationInterval,
-			Clock:    cfg.Clock,
+			Offer:          m.AllocatorOffer,
+			Rescind:        m.AllocatorRescind,
+			Interval:       cfg.AllocationInterval,
+			Clock:          cfg.Clock,
+			MinAllocatable: cfg.MinAllocatable,
+			Weights:        cfg.Weights,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("master: building allocator: %w", err)
