@@ -1,0 +1,333 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"mezzo/agent/containerizer"
+	"mezzo/agent/files"
+	"mezzo/agent/httpapi"
+	"mezzo/agent/statusupdate"
+	"mezzo/api/mesos"
+	"mezzo/internal/clock"
+	"mezzo/resources"
+
+	"google.golang.org/protobuf/proto"
+)
+
+// ErrStopped is returned by calls into an agent that has stopped.
+var ErrStopped = errors.New("agent stopped")
+
+// Agent is one mezzo agent. Create it with New, serve Handler, then Start.
+type Agent struct {
+	cfg   Config
+	log   *slog.Logger
+	clock clock.Clock
+	meta  metaDir
+
+	cz     containerizer.Containerizer
+	sum    *statusupdate.Manager
+	files  *files.Handler
+	http   *httpapi.Handler
+	client *http.Client // cfg.HTTPClient's transport, redirects not followed
+
+	total      resources.Resources
+	attributes []*mesos.Attribute
+	bootID     string
+	endpoint   string // ip:port
+	startTime  time.Time
+	rec        *recovered
+
+	inbox     chan func()
+	stop      chan struct{} // closed to stop the loop
+	done      chan struct{} // closed when the loop has stopped
+	stopOnce  sync.Once
+	startOnce sync.Once
+	started   atomic.Bool
+	errMu     sync.Mutex
+	err       error
+
+	// sender is the current master connection's call sender while
+	// registered; read by the status update manager's Forward.
+	sender atomic.Pointer[callSender]
+
+	// Everything below is owned by the loop goroutine.
+	agentID    string
+	frameworks map[string]*framework
+	fwOrder    []string
+	completedF []*framework
+	conn       connState
+	metrics    counters
+}
+
+// counters are the agent's cumulative metrics.
+type counters struct {
+	validUpdates, invalidUpdates   uint64
+	executorsTerminated            uint64
+	containerLaunchErrors          uint64
+	tasksFinished, tasksFailed     uint64
+	tasksKilled, tasksLost         uint64
+	tasksError, tasksDropped       uint64
+	tasksGone, tasksGoneByOperator uint64
+}
+
+// New validates cfg, detects resources, recovers the checkpointed identity
+// and builds the agent (nothing runs until Start).
+func New(cfg Config) (*Agent, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	total, err := totalResources(cfg.Resources, cfg.WorkDir, realProbe)
+	if err != nil {
+		return nil, err
+	}
+	attrs, err := parseAttributes(cfg.Attributes)
+	if err != nil {
+		return nil, err
+	}
+	cz := cfg.Containerizer
+	if cz == nil {
+		var iso []string
+		if cfg.Isolation != "" {
+			iso = strings.Split(cfg.Isolation, ",")
+		}
+		cz, err = containerizer.New(cfg.Containerizers, containerizer.Options{Isolation: iso, Clock: cfg.Clock, Logger: cfg.Logger})
+		if err != nil {
+			return nil, fmt.Errorf("agent: %w", err)
+		}
+	}
+	a := &Agent{
+		cfg:        cfg,
+		log:        cfg.Logger,
+		clock:      cfg.Clock,
+		meta:       metaDir(cfg.WorkDir + "/meta"),
+		cz:         cz,
+		files:      files.New(),
+		total:      total,
+		attributes: attrs,
+		bootID:     readBootID(),
+		endpoint:   net.JoinHostPort(cfg.IP, strconv.Itoa(cfg.Port)),
+		inbox:      make(chan func(), 64),
+		stop:       make(chan struct{}),
+		done:       make(chan struct{}),
+		frameworks: map[string]*framework{},
+	}
+	transport := cfg.HTTPClient.Transport
+	if transport == nil {
+		transport = http.DefaultTransport
+	}
+	a.client = &http.Client{
+		Transport:     transport,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	a.rec, err = recoverMeta(a.meta, a.bootID)
+	if err != nil {
+		return nil, err
+	}
+	if a.rec.info != nil {
+		a.agentID = a.rec.info.GetId().GetValue()
+	}
+	a.sum = statusupdate.New(statusupdate.Options{Forward: a.forward, Clock: cfg.Clock, MetaDir: a.meta.updatesDir()})
+	if a.rec.info == nil {
+		// A new agent: updates checkpointed for an old identity are moot.
+		_ = removeAll(a.meta.updatesDir())
+	} else if err := a.sum.Recover(); err != nil {
+		a.log.Warn("recovering status updates", "err", err)
+	}
+	a.http = httpapi.New(backend{a}, a.files, a.log)
+	return a, nil
+}
+
+// Handler is the agent's HTTP API: the executor API, /state, /health,
+// /metrics/snapshot and /files/*, each also under /slave(1)/.
+func (a *Agent) Handler() http.Handler { return a.http }
+
+// Start runs the agent: its loop, the status update manager and the
+// registration with the master. It may be called once.
+func (a *Agent) Start() {
+	a.startOnce.Do(func() {
+		a.started.Store(true)
+		a.startTime = a.clock.Now()
+		a.sum.Pause() // until registered
+		a.sum.Start()
+		go a.run()
+	})
+}
+
+// Stop ends the agent: it disconnects from the master, shuts down every
+// executor (SHUTDOWN event, then SIGTERM and after the grace period
+// SIGKILL to its process group) and waits for them. Safe to call more than
+// once and before Start.
+//
+// TODO(recovery): once executors can be recovered, an agent restart must
+// leave the executors of checkpointing frameworks running.
+func (a *Agent) Stop() {
+	a.stopOnce.Do(func() { close(a.stop) })
+	if a.started.Load() {
+		<-a.done
+	}
+}
+
+// Done is closed when the agent has stopped (Stop, or a SHUTDOWN from the
+// master).
+func (a *Agent) Done() <-chan struct{} {
+	if !a.started.Load() {
+		return a.stop
+	}
+	return a.done
+}
+
+// Err says why the agent stopped on its own (e.g. the master shut it
+// down); nil after Stop.
+func (a *Agent) Err() error {
+	a.errMu.Lock()
+	defer a.errMu.Unlock()
+	return a.err
+}
+
+// fail stops the agent for a reason (called from the loop).
+func (a *Agent) fail(err error) {
+	a.errMu.Lock()
+	if a.err == nil {
+		a.err = err
+	}
+	a.errMu.Unlock()
+	a.log.Error("agent stopping", "err", err)
+	a.stopOnce.Do(func() { close(a.stop) })
+}
+
+// run is the agent's loop: the only goroutine touching loop-owned state.
+func (a *Agent) run() {
+	defer close(a.done)
+	a.connect()
+	for {
+		select {
+		case f := <-a.inbox:
+			f()
+		case <-a.stop:
+			a.shutdown()
+			return
+		}
+	}
+}
+
+// post hands f to the loop; false if the agent has stopped.
+func (a *Agent) post(f func()) bool {
+	select {
+	case a.inbox <- f:
+		return true
+	case <-a.stop:
+		return false
+	}
+}
+
+// query runs f on the loop and waits for it.
+func (a *Agent) query(f func()) error {
+	if !a.started.Load() {
+		return ErrStopped
+	}
+	ch := make(chan struct{})
+	if !a.post(func() { f(); close(ch) }) {
+		return ErrStopped
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-a.done:
+		return ErrStopped
+	}
+}
+
+// loopTimer runs a function on the loop after a delay unless stopped
+// first. Both Stop and the function run on the loop, so a stopped timer's
+// function never runs even if the timer already fired.
+type loopTimer struct {
+	stopped bool
+	cancel  chan struct{}
+}
+
+// after arms a loopTimer on the agent's clock.
+func (a *Agent) after(d time.Duration, f func()) *loopTimer {
+	lt := &loopTimer{cancel: make(chan struct{})}
+	t := a.clock.NewTimer(d)
+	go func() {
+		select {
+		case <-t.C():
+			a.post(func() {
+				if !lt.stopped {
+					lt.stopped = true
+					f()
+				}
+			})
+		case <-lt.cancel:
+			t.Stop()
+		case <-a.stop:
+			t.Stop()
+		}
+	}()
+	return lt
+}
+
+// Stop cancels the timer (loop only; nil-safe).
+func (lt *loopTimer) Stop() {
+	if lt == nil || lt.stopped {
+		return
+	}
+	lt.stopped = true
+	close(lt.cancel)
+}
+
+// shutdown runs when the loop stops: disconnect, kill every executor and
+// wait for them, stop the status update manager.
+func (a *Agent) shutdown() {
+	a.disconnect(ErrStopped)
+	a.sum.Stop()
+	var wg sync.WaitGroup
+	for _, fw := range a.frameworks {
+		for _, e := range fw.executors {
+			if e.phase == phaseTerminated || e.containerID == "" {
+				continue
+			}
+			if e.conn != nil {
+				e.conn.Send(shutdownEvent())
+				e.conn.Close()
+			}
+			grace := time.Duration(e.shutdownGrace(int64(a.cfg.ExecutorShutdownGracePeriod)))
+			wg.Add(1)
+			go func(id string) {
+				defer wg.Done()
+				ctx, cancel := context.WithTimeout(context.Background(), grace+10*time.Second)
+				defer cancel()
+				if err := a.cz.Destroy(ctx, id, grace); err != nil && !errors.Is(err, containerizer.ErrUnknownContainer) {
+					a.log.Warn("destroying container", "container", id, "err", err)
+				}
+			}(e.containerID)
+		}
+	}
+	wg.Wait()
+}
+
+// agentInfo is the AgentInfo the agent registers with.
+func (a *Agent) agentInfo() *mesos.AgentInfo {
+	info := &mesos.AgentInfo{
+		Hostname:   proto.String(a.cfg.Hostname),
+		Port:       proto.Int32(int32(a.cfg.Port)),
+		Resources:  a.total.Proto(),
+		Attributes: a.attributes,
+	}
+	if a.agentID != "" {
+		info.Id = &mesos.AgentID{Value: proto.String(a.agentID)}
+	}
+	return info
+}
+
+func (a *Agent) pid() string { return "slave(1)@" + a.endpoint }

@@ -1,0 +1,355 @@
+package agent
+
+import (
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"mezzo/agent/httpapi"
+	"mezzo/api/executorpb"
+	"mezzo/api/mesos"
+	"mezzo/api/protocol"
+	"mezzo/internal/stout"
+	"mezzo/internal/version"
+
+	"google.golang.org/protobuf/proto"
+)
+
+// backend implements httpapi.Backend on top of the agent loop: every call
+// runs on the loop and waits for it.
+type backend struct{ a *Agent }
+
+var errStopping = httpapi.Errorf(http.StatusServiceUnavailable, "Agent is shutting down")
+
+func (b backend) Recovering() bool {
+	// Recovery of executors is not implemented yet; see recover.go.
+	return false
+}
+
+func (b backend) SubscribeExecutor(call *executorpb.Call, s *httpapi.ExecutorStream) error {
+	var err error
+	if qerr := b.a.query(func() { err = b.a.subscribeExecutor(call, s) }); qerr != nil {
+		return errStopping
+	}
+	return err
+}
+
+func (b backend) ExecutorCall(call *executorpb.Call) error {
+	var err error
+	if qerr := b.a.query(func() { err = b.a.executorCall(call) }); qerr != nil {
+		return errStopping
+	}
+	return err
+}
+
+func (b backend) State() (*httpapi.StateView, error) {
+	var v *httpapi.StateView
+	if err := b.a.query(func() { v = b.a.stateView() }); err != nil {
+		return nil, errStopping
+	}
+	return v, nil
+}
+
+func (b backend) Metrics() (map[string]float64, error) {
+	var m map[string]float64
+	if err := b.a.query(func() { m = b.a.metricsSnapshot() }); err != nil {
+		return nil, errStopping
+	}
+	return m, nil
+}
+
+// lookupExecutor finds the framework and executor a call names.
+func (a *Agent) lookupExecutor(call *executorpb.Call) (*framework, *executor, error) {
+	fw := a.frameworks[call.GetFrameworkId().GetValue()]
+	if fw == nil {
+		return nil, nil, httpapi.Errorf(http.StatusBadRequest, "Framework cannot be found")
+	}
+	e := fw.executors[call.GetExecutorId().GetValue()]
+	if e == nil {
+		return nil, nil, httpapi.Errorf(http.StatusBadRequest, "Executor cannot be found")
+	}
+	return fw, e, nil
+}
+
+// subscribeExecutor attaches an executor's event stream (loop): SUBSCRIBED,
+// then the replay of the updates the executor says are unacknowledged,
+// then TASK_DROPPED/LOST for launched tasks it never heard of, then the
+// queued launches.
+func (a *Agent) subscribeExecutor(call *executorpb.Call, s *httpapi.ExecutorStream) error {
+	fw, e, err := a.lookupExecutor(call)
+	if err != nil {
+		return err
+	}
+	if e.phase == phaseTerminating || e.phase == phaseTerminated {
+		a.log.Warn("telling a terminating executor to shut down", "framework", fw.id, "executor", e.id)
+		s.Send(shutdownEvent())
+		s.Close()
+		return nil
+	}
+	if e.conn != nil {
+		e.conn.Close()
+	}
+	e.conn = s
+	e.phase = phaseRunning
+	e.regTimer.Stop()
+	go func() {
+		<-s.Done()
+		a.post(func() { a.executorDisconnected(e, s) })
+	}()
+	s.Send(&executorpb.Event{
+		Type: executorpb.Event_SUBSCRIBED.Enum(),
+		Subscribed: &executorpb.Event_Subscribed{
+			ExecutorInfo:  e.info,
+			FrameworkInfo: fw.info,
+			AgentInfo:     a.agentInfo(),
+			ContainerId:   &mesos.ContainerID{Value: proto.String(e.containerID)},
+		},
+	})
+	sub := call.GetSubscribe()
+	for _, u := range sub.GetUnacknowledgedUpdates() {
+		a.executorUpdate(fw, e, u.GetStatus())
+	}
+	known := map[string]bool{}
+	for _, t := range sub.GetUnacknowledgedTasks() {
+		known[t.GetTaskId().GetValue()] = true
+	}
+	for _, t := range e.liveTasks() {
+		id := t.t.GetTaskId().GetValue()
+		if !t.queued && t.t.GetState() == mesos.TaskState_TASK_STAGING && !known[id] {
+			a.agentUpdate(fw, e, id, a.lostState(fw), mesos.TaskStatus_REASON_AGENT_RESTARTED,
+				"Task launched during agent restart")
+		}
+	}
+	a.flushQueue(e)
+	a.log.Info("executor subscribed", "framework", fw.id, "executor", e.id)
+	return nil
+}
+
+func (a *Agent) executorDisconnected(e *executor, s *httpapi.ExecutorStream) {
+	if e.conn == executorConn(s) {
+		e.conn = nil
+		a.log.Info("executor disconnected", "framework", e.fw.id, "executor", e.id)
+	}
+}
+
+// executorCall handles UPDATE, MESSAGE and HEARTBEAT (loop).
+func (a *Agent) executorCall(call *executorpb.Call) error {
+	fw, e, err := a.lookupExecutor(call)
+	if err != nil {
+		return err
+	}
+	if e.phase == phaseRegistering {
+		return httpapi.Errorf(http.StatusForbidden, "Executor is not subscribed")
+	}
+	switch call.GetType() {
+	case executorpb.Call_UPDATE:
+		a.executorUpdate(fw, e, call.GetUpdate().GetStatus())
+	case executorpb.Call_MESSAGE:
+		if !a.sendCall(&protocol.AgentCall{
+			Type: protocol.AgentCall_FRAMEWORK_MESSAGE.Enum(),
+			FrameworkMessage: &protocol.AgentCall_FrameworkMessage{
+				FrameworkId: fw.info.GetId(),
+				ExecutorId:  e.info.GetExecutorId(),
+				Data:        call.GetMessage().GetData(),
+			},
+		}) {
+			a.log.Warn("dropping executor message: not connected to a master", "executor", e.id)
+		}
+	}
+	return nil
+}
+
+// executorUpdate takes a status update from the executor: the task's
+// state changes, the status update manager takes it, and the executor gets
+// ACKNOWLEDGED (the manager, not the scheduler, has it now).
+func (a *Agent) executorUpdate(fw *framework, e *executor, status *mesos.TaskStatus) {
+	st := proto.Clone(status).(*mesos.TaskStatus)
+	st.AgentId = agentIDProto(a.agentID)
+	if st.ExecutorId == nil {
+		st.ExecutorId = e.info.GetExecutorId()
+	}
+	if st.Timestamp == nil {
+		st.Timestamp = proto.Float64(float64(a.clock.Now().UnixNano()) / 1e9)
+	}
+	if !a.handleStatus(fw.id, fw.checkpoint(), e, st) {
+		return
+	}
+	if e.conn != nil {
+		e.conn.Send(&executorpb.Event{
+			Type:         executorpb.Event_ACKNOWLEDGED.Enum(),
+			Acknowledged: &executorpb.Event_Acknowledged{TaskId: st.GetTaskId(), Uuid: st.GetUuid()},
+		})
+	}
+}
+
+// stateView copies the loop's state for /state.
+func (a *Agent) stateView() *httpapi.StateView {
+	bi := version.Get()
+	v := &httpapi.StateView{
+		Version:      a.cfg.Version,
+		GitSHA:       bi.GitSHA,
+		BuildTime:    bi.BuildTime,
+		BuildUser:    bi.BuildUser,
+		StartTime:    a.startTime,
+		ID:           a.agentID,
+		PID:          a.pid(),
+		Hostname:     a.cfg.Hostname,
+		Resources:    a.total.Proto(),
+		Attributes:   a.attributes,
+		Flags:        a.flags(),
+		Capabilities: []string{"MULTI_ROLE", "HIERARCHICAL_ROLE", "RESERVATION_REFINEMENT", "TASK_RESOURCE_LIMITS"},
+	}
+	if a.conn.registered && a.conn.masterInfo != nil {
+		v.MasterHostname = a.conn.masterInfo.GetHostname()
+	}
+	for _, id := range a.fwOrder {
+		v.Frameworks = append(v.Frameworks, frameworkView(a.frameworks[id]))
+	}
+	for _, fw := range a.completedF {
+		v.CompletedFrameworks = append(v.CompletedFrameworks, frameworkView(fw))
+	}
+	return v
+}
+
+func frameworkView(fw *framework) httpapi.FrameworkView {
+	fv := httpapi.FrameworkView{Info: fw.info}
+	for _, id := range fw.order {
+		fv.Executors = append(fv.Executors, executorView(fw.executors[id]))
+	}
+	for _, e := range fw.completed {
+		fv.CompletedExecutors = append(fv.CompletedExecutors, executorView(e))
+	}
+	return fv
+}
+
+func executorView(e *executor) httpapi.ExecutorView {
+	ev := httpapi.ExecutorView{Info: e.info, ContainerID: e.containerID, Directory: e.directory}
+	for _, id := range e.taskOrder {
+		t := e.tasks[id]
+		switch {
+		case t.terminal:
+			ev.CompletedTasks = append(ev.CompletedTasks, proto.Clone(t.t).(*mesos.Task))
+		case t.queued:
+			ev.QueuedTasks = append(ev.QueuedTasks, t.info)
+		default:
+			ev.Tasks = append(ev.Tasks, proto.Clone(t.t).(*mesos.Task))
+		}
+	}
+	ev.CompletedTasks = append(ev.CompletedTasks, e.completed...)
+	return ev
+}
+
+func (a *Agent) flags() map[string]string {
+	c := a.cfg
+	return map[string]string{
+		"master":                          strings.Join(c.Masters, ","),
+		"ip":                              c.IP,
+		"port":                            strconv.Itoa(c.Port),
+		"hostname":                        c.Hostname,
+		"work_dir":                        c.WorkDir,
+		"resources":                       c.Resources,
+		"attributes":                      c.Attributes,
+		"containerizers":                  c.Containerizers,
+		"isolation":                       c.Isolation,
+		"launcher_dir":                    filepath.Dir(c.LauncherPath),
+		"executor_registration_timeout":   fmtDur(c.ExecutorRegistrationTimeout),
+		"executor_shutdown_grace_period":  fmtDur(c.ExecutorShutdownGracePeriod),
+		"executor_reregistration_timeout": fmtDur(c.ExecutorReregistrationTimeout),
+		"recovery_timeout":                fmtDur(c.RecoveryTimeout),
+		"registration_backoff_factor":     fmtDur(c.RegistrationBackoff),
+		"http_command_executor":           "false",
+	}
+}
+
+// metricsSnapshot computes /metrics/snapshot with Mesos's agent keys.
+func (a *Agent) metricsSnapshot() map[string]float64 {
+	m := map[string]float64{}
+	uptime := 0.0
+	if !a.startTime.IsZero() {
+		uptime = a.clock.Now().Sub(a.startTime).Seconds()
+	}
+	m["slave/uptime_secs"] = uptime
+	m["slave/registered"] = b2f(a.conn.registered)
+	m["slave/recovery_errors"] = 0
+	m["slave/frameworks_active"] = float64(len(a.frameworks))
+	states := map[mesos.TaskState]float64{}
+	phases := map[executorPhase]float64{}
+	used := map[string]float64{}
+	usedRev := map[string]float64{}
+	addRes := func(rs []*mesos.Resource) {
+		for _, r := range rs {
+			if r.GetType() != mesos.Value_SCALAR {
+				continue
+			}
+			if r.Revocable != nil {
+				usedRev[r.GetName()] += r.GetScalar().GetValue()
+			} else {
+				used[r.GetName()] += r.GetScalar().GetValue()
+			}
+		}
+	}
+	for _, fw := range a.frameworks {
+		for _, e := range fw.executors {
+			phases[e.phase]++
+			if e.phase == phaseTerminated {
+				continue
+			}
+			addRes(e.info.GetResources())
+			for _, t := range e.liveTasks() {
+				states[t.t.GetState()]++
+				addRes(t.t.GetResources())
+			}
+		}
+	}
+	m["slave/tasks_staging"] = states[mesos.TaskState_TASK_STAGING]
+	m["slave/tasks_starting"] = states[mesos.TaskState_TASK_STARTING]
+	m["slave/tasks_running"] = states[mesos.TaskState_TASK_RUNNING]
+	m["slave/tasks_killing"] = states[mesos.TaskState_TASK_KILLING]
+	c := a.metrics
+	m["slave/tasks_finished"] = float64(c.tasksFinished)
+	m["slave/tasks_failed"] = float64(c.tasksFailed)
+	m["slave/tasks_killed"] = float64(c.tasksKilled)
+	m["slave/tasks_lost"] = float64(c.tasksLost)
+	m["slave/tasks_error"] = float64(c.tasksError)
+	m["slave/tasks_dropped"] = float64(c.tasksDropped)
+	m["slave/tasks_gone"] = float64(c.tasksGone)
+	m["slave/tasks_gone_by_operator"] = float64(c.tasksGoneByOperator)
+	m["slave/executors_registering"] = phases[phaseRegistering]
+	m["slave/executors_running"] = phases[phaseRunning]
+	m["slave/executors_terminating"] = phases[phaseTerminating]
+	m["slave/executors_terminated"] = float64(c.executorsTerminated)
+	m["slave/executors_preempted"] = 0
+	m["slave/valid_status_updates"] = float64(c.validUpdates)
+	m["slave/invalid_status_updates"] = float64(c.invalidUpdates)
+	m["slave/container_launch_errors"] = float64(c.containerLaunchErrors)
+	nonRev, rev := a.total.NonRevocable(), a.total.Revocable()
+	for _, name := range []string{"cpus", "mem", "disk", "gpus"} {
+		total := nonRev.Scalar(name)
+		m["slave/"+name+"_total"] = total
+		m["slave/"+name+"_used"] = used[name]
+		m["slave/"+name+"_percent"] = percent(used[name], total)
+		rtotal := rev.Scalar(name)
+		m["slave/"+name+"_revocable_total"] = rtotal
+		m["slave/"+name+"_revocable_used"] = usedRev[name]
+		m["slave/"+name+"_revocable_percent"] = percent(usedRev[name], rtotal)
+	}
+	return m
+}
+
+func percent(used, total float64) float64 {
+	if total == 0 {
+		return 0
+	}
+	return used / total
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func fmtDur(d time.Duration) string { return stout.FormatDuration(d) }

@@ -1,0 +1,190 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"mezzo/agent/containerizer"
+	"mezzo/agent/fetcher"
+	"mezzo/internal/clock"
+)
+
+// Defaults, as Mesos's agent flags.
+const (
+	DefaultExecutorRegistrationTimeout   = time.Minute      // --executor_registration_timeout
+	DefaultExecutorShutdownGracePeriod   = 5 * time.Second  // --executor_shutdown_grace_period
+	DefaultExecutorReregistrationTimeout = 2 * time.Second  // --executor_reregistration_timeout
+	DefaultRecoveryTimeout               = 15 * time.Minute // --recovery_timeout
+	DefaultRegistrationBackoff           = time.Second      // --registration_backoff_factor
+	// MaxRegistrationBackoff caps the reconnect backoff (Mesos's
+	// REGISTER_RETRY_INTERVAL_MAX).
+	MaxRegistrationBackoff = time.Minute
+	// DefaultPort is Mesos's agent port.
+	DefaultPort = 5051
+)
+
+// Config configures an Agent. The zero value of an optional field selects
+// Mesos's default; validate fills them in.
+type Config struct {
+	// Masters are the masters' HTTP addresses (host:port; an http:// prefix
+	// is tolerated). The agent tries each in turn and follows 307 redirects
+	// to the leader.
+	Masters []string
+	// IP is the address the agent advertises to the master and executors
+	// (MESOS_AGENT_ENDPOINT); default 127.0.0.1.
+	IP string
+	// Port is the port the agent's HTTP API is served on; default 5051.
+	Port int
+	// Hostname is advertised in AgentInfo; default os.Hostname().
+	Hostname string
+	// WorkDir holds sandboxes (slaves/...) and checkpoints (meta/...).
+	// Required.
+	WorkDir string
+	// Resources is the agent's total in Mesos text ("cpus:4;mem(web):1024")
+	// or as a JSON array of Resource. cpus, mem, disk and ports that it does
+	// not mention are detected (see detect.go).
+	Resources string
+	// Attributes in Mesos syntax: "rack:r1;zone:z2;level:3;ports:[1-10]".
+	Attributes string
+	// LauncherPath is the mezzo binary, run as `executor` (command tasks)
+	// and `default-executor` (task groups); default os.Executable().
+	LauncherPath string
+	// ExecutorRegistrationTimeout is how long an executor has to subscribe
+	// before it is killed; default 1 minute.
+	ExecutorRegistrationTimeout time.Duration
+	// ExecutorShutdownGracePeriod is how long an executor has between the
+	// SHUTDOWN event and being killed (unless its ExecutorInfo says
+	// otherwise); default 5 seconds.
+	ExecutorShutdownGracePeriod time.Duration
+	// ExecutorReregistrationTimeout is passed to checkpointing executors as
+	// MESOS_SUBSCRIPTION_BACKOFF_MAX; default 2 seconds.
+	ExecutorReregistrationTimeout time.Duration
+	// RecoveryTimeout is passed to checkpointing executors as
+	// MESOS_RECOVERY_TIMEOUT; default 15 minutes.
+	RecoveryTimeout time.Duration
+	// RegistrationBackoff is the initial reconnect backoff (doubling, with
+	// jitter, up to MaxRegistrationBackoff); default 1 second.
+	RegistrationBackoff time.Duration
+	// Containerizers selects the containerizer (--containerizers); default
+	// "mesos".
+	Containerizers string
+	// Isolation lists isolators, comma separated (--isolation); default
+	// containerizer.DefaultIsolation.
+	Isolation string
+	// Containerizer, if set, is used instead of building one from
+	// Containerizers and Isolation (tests, emulation).
+	Containerizer containerizer.Containerizer
+	// Fetcher configures URI fetching into sandboxes.
+	Fetcher fetcher.Options
+	// Clock drives every timer of the agent; default clock.Real.
+	Clock clock.Clock
+	// Logger receives the agent's logs; default discards.
+	Logger *slog.Logger
+	// HTTPClient talks to the masters. It must speak HTTP/2 without TLS
+	// (h2c) so that many agents share one connection; its Transport is used
+	// with the agent's own redirect policy. Default: a Transport speaking
+	// only unencrypted HTTP/2.
+	HTTPClient *http.Client
+	// Version is reported to the master and in /state.
+	Version string
+}
+
+// validate checks the required fields and fills in defaults.
+func (c *Config) validate() error {
+	if len(c.Masters) == 0 {
+		return errors.New("agent config: 'masters' is empty")
+	}
+	for i, m := range c.Masters {
+		m = strings.TrimSpace(m)
+		m = strings.TrimPrefix(strings.TrimPrefix(m, "http://"), "//")
+		m = strings.TrimSuffix(m, "/")
+		if _, _, err := net.SplitHostPort(m); err != nil {
+			return fmt.Errorf("agent config: 'masters[%d]' %q is not host:port: %v", i, c.Masters[i], err)
+		}
+		c.Masters[i] = m
+	}
+	if c.WorkDir == "" {
+		return errors.New("agent config: 'work_dir' is required")
+	}
+	if c.IP == "" {
+		c.IP = "127.0.0.1"
+	}
+	if net.ParseIP(c.IP) == nil {
+		return fmt.Errorf("agent config: 'ip' %q is not an IP address", c.IP)
+	}
+	if c.Port == 0 {
+		c.Port = DefaultPort
+	}
+	if c.Port < 0 || c.Port > 65535 {
+		return fmt.Errorf("agent config: 'port' %d out of range", c.Port)
+	}
+	if c.Hostname == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			h = c.IP
+		}
+		c.Hostname = h
+	}
+	if c.LauncherPath == "" {
+		p, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("agent config: 'launcher_path' not set and the executable's path is unknown: %v", err)
+		}
+		c.LauncherPath = p
+	}
+	for _, d := range []struct {
+		v   *time.Duration
+		def time.Duration
+		n   string
+	}{
+		{&c.ExecutorRegistrationTimeout, DefaultExecutorRegistrationTimeout, "executor_registration_timeout"},
+		{&c.ExecutorShutdownGracePeriod, DefaultExecutorShutdownGracePeriod, "executor_shutdown_grace_period"},
+		{&c.ExecutorReregistrationTimeout, DefaultExecutorReregistrationTimeout, "executor_reregistration_timeout"},
+		{&c.RecoveryTimeout, DefaultRecoveryTimeout, "recovery_timeout"},
+		{&c.RegistrationBackoff, DefaultRegistrationBackoff, "registration_backoff_factor"},
+	} {
+		if *d.v < 0 {
+			return fmt.Errorf("agent config: '%s' is negative (%v)", d.n, *d.v)
+		}
+		if *d.v == 0 {
+			*d.v = d.def
+		}
+	}
+	if c.Containerizers == "" {
+		c.Containerizers = "mesos"
+	}
+	if c.Clock == nil {
+		c.Clock = clock.Real
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if c.HTTPClient == nil {
+		c.HTTPClient = DefaultHTTPClient()
+	}
+	return nil
+}
+
+// DefaultHTTPClient returns a client speaking only unencrypted HTTP/2
+// (prior knowledge h2c): every agent of a process using it shares one TCP
+// connection per master, each agent's subscription being one stream.
+func DefaultHTTPClient() *http.Client {
+	p := new(http.Protocols)
+	p.SetUnencryptedHTTP2(true)
+	return &http.Client{Transport: &http.Transport{
+		Protocols:   p,
+		DialContext: (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		HTTP2: &http.HTTP2Config{
+			// Detect a dead connection even while a stream sits idle.
+			SendPingTimeout: 30 * time.Second,
+			PingTimeout:     15 * time.Second,
+		},
+	}}
+}

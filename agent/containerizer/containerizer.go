@@ -1,0 +1,217 @@
+// Package containerizer runs the agent's executors in containers. It owns the
+// Containerizer interface the agent loop (package agent) launches, waits on
+// and destroys executors through, the `mesos` containerizer (executors as
+// plain processes, each in its own session and process group, with an
+// isolator seam for cgroups and namespaces), and a name→factory registry
+// that the agent's --containerizers and --isolation flags select from.
+package containerizer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"mezzo/api/mesos"
+	"mezzo/internal/clock"
+)
+
+// ContainerConfig describes one container to launch: the executor's
+// program, its environment and its sandbox.
+type ContainerConfig struct {
+	// ContainerID names the container; unique among live containers.
+	ContainerID string
+	// Path is the program to run; Args its argv (Args[0] is the program's
+	// name as it sees it). For a shell command: "/bin/sh", {"sh", "-c", cmd}.
+	Path string
+	Args []string
+	// Env is the complete environment ("K=V"); the agent's own environment is
+	// not inherited, as in Mesos.
+	Env []string
+	// Dir is the sandbox: the working directory, where the files "stdout"
+	// and "stderr" receive the process's output. It must exist.
+	Dir string
+	// Resources the container may use (for isolators).
+	Resources []*mesos.Resource
+	// ExecutorInfo of the executor the container runs (for isolators).
+	ExecutorInfo *mesos.ExecutorInfo
+}
+
+// Container is a launched container.
+type Container struct {
+	ID string
+	// Pid of the container's main process (leader of its process group).
+	Pid     int
+	Started time.Time
+}
+
+// Termination says how a container ended.
+type Termination struct {
+	// Status is the raw wait status of the main process, as Mesos reports it
+	// in ExitedExecutorMessage.status.
+	Status int
+	// ExitCode is the exit code, or -1 if the process was killed by a signal.
+	ExitCode int
+	// Signal is the terminating signal's number, 0 if the process exited.
+	Signal int
+	// Destroyed is true when the container ended because Destroy was called.
+	Destroyed bool
+	// Message describes the termination for status updates, e.g.
+	// "Command exited with status 1".
+	Message string
+}
+
+// Errors returned by containerizers; compare with errors.Is.
+var (
+	ErrUnknownContainer = errors.New("unknown container")
+	ErrDuplicate        = errors.New("container already exists")
+)
+
+// Containerizer launches and manages containers. Implementations are safe
+// for concurrent use.
+type Containerizer interface {
+	// Launch starts a container. The error names what failed (isolator,
+	// program start); nothing is left running on error.
+	Launch(ctx context.Context, cfg ContainerConfig) (Container, error)
+	// Wait blocks until the container has terminated (or ctx is done) and
+	// returns how. It may be called any number of times, also after the end.
+	Wait(ctx context.Context, id string) (Termination, error)
+	// Destroy kills the container: SIGTERM to its whole process group, then
+	// SIGKILL once grace has passed, and waits for the end. Destroying an
+	// already terminated container is not an error.
+	Destroy(ctx context.Context, id string, grace time.Duration) error
+	// Containers lists the IDs of the live containers, sorted.
+	Containers() []string
+}
+
+// Options are given to containerizer and isolator factories.
+type Options struct {
+	// Isolation lists the isolators to use, by registered name
+	// (--isolation). Empty means DefaultIsolation.
+	Isolation []string
+	// Clock times the grace period of Destroy; nil means clock.Real.
+	Clock clock.Clock
+	// Logger receives diagnostics; nil discards them.
+	Logger *slog.Logger
+}
+
+// DefaultIsolation is Mesos's default --isolation.
+var DefaultIsolation = []string{"posix/cpu", "posix/mem"}
+
+// Factory builds a containerizer.
+type Factory func(opts Options) (Containerizer, error)
+
+// IsolatorFactory builds an isolator.
+type IsolatorFactory func(opts Options) (Isolator, error)
+
+var (
+	regMu         sync.Mutex
+	containerizes = map[string]Factory{}
+	isolators     = map[string]IsolatorFactory{}
+)
+
+// Register makes a containerizer available under name; it panics on a
+// duplicate name (a programming error at init time).
+func Register(name string, f Factory) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	if _, dup := containerizes[name]; dup {
+		panic("containerizer: duplicate containerizer " + name)
+	}
+	containerizes[name] = f
+}
+
+// RegisterIsolator makes an isolator available under name (e.g.
+// "cgroups/cpu"); it panics on a duplicate name.
+func RegisterIsolator(name string, f IsolatorFactory) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	if _, dup := isolators[name]; dup {
+		panic("containerizer: duplicate isolator " + name)
+	}
+	isolators[name] = f
+}
+
+// Names returns the registered containerizer names, sorted.
+func Names() []string {
+	regMu.Lock()
+	defer regMu.Unlock()
+	return sortedKeys(containerizes)
+}
+
+// IsolatorNames returns the registered isolator names, sorted.
+func IsolatorNames() []string {
+	regMu.Lock()
+	defer regMu.Unlock()
+	return sortedKeys(isolators)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// New builds the containerizer selected by a --containerizers value
+// ("mesos"; comma separated). Only one containerizer at a time is supported
+// for now; several names are an error, as are unknown or duplicate ones.
+func New(containerizers string, opts Options) (Containerizer, error) {
+	if strings.TrimSpace(containerizers) == "" {
+		containerizers = "mesos"
+	}
+	names := strings.Split(containerizers, ",")
+	for i := range names {
+		names[i] = strings.TrimSpace(names[i])
+	}
+	sorted := slices.Clone(names)
+	slices.Sort(sorted)
+	if len(slices.Compact(sorted)) != len(names) {
+		return nil, fmt.Errorf("containerizers: duplicate entries in %q", containerizers)
+	}
+	if len(names) > 1 {
+		return nil, fmt.Errorf("containerizers: %q: composing several containerizers is not supported yet", containerizers)
+	}
+	regMu.Lock()
+	f, ok := containerizes[names[0]]
+	regMu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("containerizers: unknown or unsupported containerizer %q (known: %s)", names[0], strings.Join(Names(), ", "))
+	}
+	return f(opts)
+}
+
+// NewIsolators builds the isolators named in names, in order.
+func NewIsolators(names []string, opts Options) ([]Isolator, error) {
+	var out []Isolator
+	seen := map[string]bool{}
+	for _, n := range names {
+		n = strings.TrimSpace(n)
+		if n == "" {
+			continue
+		}
+		if seen[n] {
+			return nil, fmt.Errorf("isolation: duplicate isolator %q", n)
+		}
+		seen[n] = true
+		regMu.Lock()
+		f, ok := isolators[n]
+		regMu.Unlock()
+		if !ok {
+			return nil, fmt.Errorf("isolation: unknown isolator %q (known: %s)", n, strings.Join(IsolatorNames(), ", "))
+		}
+		iso, err := f(opts)
+		if err != nil {
+			return nil, fmt.Errorf("isolation: %s: %w", n, err)
+		}
+		out = append(out, iso)
+	}
+	return out, nil
+}

@@ -1,0 +1,308 @@
+package containerizer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"sync"
+	"syscall"
+	"time"
+
+	"mezzo/internal/clock"
+)
+
+func init() {
+	Register("mesos", func(opts Options) (Containerizer, error) { return NewMesos(opts) })
+}
+
+// maxTerminated bounds how many ended containers a Mesos containerizer
+// remembers for late Wait calls.
+const maxTerminated = 1024
+
+// Mesos is the `mesos` containerizer: each container is a plain process in
+// its own session (so its own process group), with stdout and stderr
+// appended to files in the sandbox, confined by the configured isolators.
+// When the main process ends the rest of its process group is killed, as
+// Mesos destroys a container whose executor exited.
+type Mesos struct {
+	clock     clock.Clock
+	log       *slog.Logger
+	isolators []Isolator
+
+	mu         sync.Mutex
+	live       map[string]*proc
+	terminated map[string]*proc
+	order      []string // terminated IDs, oldest first
+}
+
+type proc struct {
+	id        string
+	pid       int
+	started   time.Time
+	done      chan struct{} // closed once term is set
+	term      Termination
+	destroyed bool // Destroy was called (guarded by Mesos.mu)
+}
+
+// NewMesos builds a mesos containerizer with opts.Isolation (default
+// DefaultIsolation).
+func NewMesos(opts Options) (*Mesos, error) {
+	names := opts.Isolation
+	if len(names) == 0 {
+		names = DefaultIsolation
+	}
+	isos, err := NewIsolators(names, opts)
+	if err != nil {
+		return nil, err
+	}
+	c := opts.Clock
+	if c == nil {
+		c = clock.Real
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return &Mesos{clock: c, log: log, isolators: isos, live: map[string]*proc{}, terminated: map[string]*proc{}}, nil
+}
+
+// Launch implements Containerizer.
+func (m *Mesos) Launch(ctx context.Context, cfg ContainerConfig) (Container, error) {
+	if cfg.ContainerID == "" {
+		return Container{}, errors.New("launch: 'container_id' is empty")
+	}
+	if cfg.Path == "" {
+		return Container{}, fmt.Errorf("launch %s: no program to run", cfg.ContainerID)
+	}
+	if st, err := os.Stat(cfg.Dir); err != nil || !st.IsDir() {
+		return Container{}, fmt.Errorf("launch %s: sandbox %q is not a directory", cfg.ContainerID, cfg.Dir)
+	}
+	m.mu.Lock()
+	if m.live[cfg.ContainerID] != nil || m.terminated[cfg.ContainerID] != nil {
+		m.mu.Unlock()
+		return Container{}, fmt.Errorf("launch %s: %w", cfg.ContainerID, ErrDuplicate)
+	}
+	// Reserve the ID while launching.
+	p := &proc{id: cfg.ContainerID, done: make(chan struct{})}
+	m.live[cfg.ContainerID] = p
+	m.mu.Unlock()
+
+	c, err := m.start(ctx, &cfg, p)
+	if err != nil {
+		m.mu.Lock()
+		delete(m.live, cfg.ContainerID)
+		m.mu.Unlock()
+		return Container{}, err
+	}
+	return c, nil
+}
+
+func (m *Mesos) start(ctx context.Context, cfg *ContainerConfig, p *proc) (Container, error) {
+	spec := &LaunchSpec{SysProcAttr: &syscall.SysProcAttr{Setsid: true}, Env: append([]string(nil), cfg.Env...)}
+	prepared := 0
+	cleanup := func() {
+		for i := prepared - 1; i >= 0; i-- {
+			if err := m.isolators[i].Cleanup(context.WithoutCancel(ctx), cfg.ContainerID); err != nil {
+				m.log.Warn("isolator cleanup failed", "isolator", m.isolators[i].Name(), "container", cfg.ContainerID, "err", err)
+			}
+		}
+	}
+	for _, iso := range m.isolators {
+		if err := iso.Prepare(ctx, cfg, spec); err != nil {
+			cleanup()
+			return Container{}, fmt.Errorf("launch %s: isolator %s: %w", cfg.ContainerID, iso.Name(), err)
+		}
+		prepared++
+	}
+	stdout, err := openLog(filepath.Join(cfg.Dir, "stdout"))
+	if err != nil {
+		cleanup()
+		return Container{}, fmt.Errorf("launch %s: %w", cfg.ContainerID, err)
+	}
+	defer stdout.Close()
+	stderr, err := openLog(filepath.Join(cfg.Dir, "stderr"))
+	if err != nil {
+		cleanup()
+		return Container{}, fmt.Errorf("launch %s: %w", cfg.ContainerID, err)
+	}
+	defer stderr.Close()
+
+	cmd := &exec.Cmd{
+		Path:        cfg.Path,
+		Args:        cfg.Args,
+		Env:         spec.Env,
+		Dir:         cfg.Dir,
+		Stdout:      stdout, // *os.File: the child gets the descriptor itself,
+		Stderr:      stderr, // no copying goroutines in the agent
+		SysProcAttr: spec.SysProcAttr,
+	}
+	if len(cmd.Args) == 0 {
+		cmd.Args = []string{cfg.Path}
+	}
+	if err := cmd.Start(); err != nil {
+		cleanup()
+		return Container{}, fmt.Errorf("launch %s: %w", cfg.ContainerID, err)
+	}
+	m.mu.Lock()
+	p.pid = cmd.Process.Pid
+	p.started = m.clock.Now()
+	m.mu.Unlock()
+	for _, iso := range m.isolators {
+		if err := iso.Isolate(ctx, cfg.ContainerID, p.pid); err != nil {
+			killGroup(p.pid, syscall.SIGKILL)
+			_ = cmd.Wait()
+			cleanup()
+			return Container{}, fmt.Errorf("launch %s: isolator %s: %w", cfg.ContainerID, iso.Name(), err)
+		}
+	}
+	go m.reap(cmd, p, cleanup)
+	return Container{ID: cfg.ContainerID, Pid: p.pid, Started: p.started}, nil
+}
+
+func openLog(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+}
+
+// reap waits for the main process, then kills what is left of its process
+// group, runs the isolators' cleanup and publishes the termination.
+func (m *Mesos) reap(cmd *exec.Cmd, p *proc, cleanup func()) {
+	err := cmd.Wait()
+	killGroup(p.pid, syscall.SIGKILL)
+	cleanup()
+	term := termination(cmd, err)
+
+	m.mu.Lock()
+	term.Destroyed = p.destroyed
+	p.term = term
+	delete(m.live, p.id)
+	m.terminated[p.id] = p
+	m.order = append(m.order, p.id)
+	for len(m.order) > maxTerminated {
+		delete(m.terminated, m.order[0])
+		m.order = m.order[1:]
+	}
+	m.mu.Unlock()
+	close(p.done)
+}
+
+func termination(cmd *exec.Cmd, err error) Termination {
+	st := cmd.ProcessState
+	if st == nil {
+		return Termination{ExitCode: -1, Message: fmt.Sprintf("Failed to wait for the executor: %v", err)}
+	}
+	ws, _ := st.Sys().(syscall.WaitStatus)
+	t := Termination{Status: int(ws), ExitCode: st.ExitCode()}
+	switch {
+	case ws.Signaled():
+		t.Signal = int(ws.Signal())
+		t.Message = fmt.Sprintf("Command terminated with signal %s", signalName(ws.Signal()))
+	default:
+		t.Message = fmt.Sprintf("Command exited with status %d", ws.ExitStatus())
+	}
+	return t
+}
+
+// signalName renders a signal as strsignal does ("Terminated", "Killed").
+func signalName(s syscall.Signal) string {
+	name := s.String()
+	if name == "" {
+		return fmt.Sprintf("%d", int(s))
+	}
+	if r := []rune(name); len(r) > 0 && r[0] >= 'a' && r[0] <= 'z' {
+		r[0] -= 'a' - 'A'
+		return string(r)
+	}
+	return name
+}
+
+// killGroup signals the process group led by pid; "no such process" (the
+// group is empty already) is not an error worth reporting.
+func killGroup(pid int, sig syscall.Signal) {
+	if pid > 0 {
+		_ = syscall.Kill(-pid, sig)
+	}
+}
+
+// Wait implements Containerizer.
+func (m *Mesos) Wait(ctx context.Context, id string) (Termination, error) {
+	p := m.lookup(id)
+	if p == nil {
+		return Termination{}, fmt.Errorf("wait %s: %w", id, ErrUnknownContainer)
+	}
+	select {
+	case <-p.done:
+		return p.term, nil
+	case <-ctx.Done():
+		return Termination{}, ctx.Err()
+	}
+}
+
+func (m *Mesos) lookup(id string) *proc {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if p := m.live[id]; p != nil {
+		return p
+	}
+	return m.terminated[id]
+}
+
+// Destroy implements Containerizer.
+func (m *Mesos) Destroy(ctx context.Context, id string, grace time.Duration) error {
+	m.mu.Lock()
+	p := m.live[id]
+	if p == nil {
+		_, known := m.terminated[id]
+		m.mu.Unlock()
+		if known {
+			return nil
+		}
+		return fmt.Errorf("destroy %s: %w", id, ErrUnknownContainer)
+	}
+	if p.pid == 0 {
+		m.mu.Unlock()
+		return fmt.Errorf("destroy %s: the container is still launching", id)
+	}
+	p.destroyed = true
+	pid := p.pid
+	m.mu.Unlock()
+
+	if grace > 0 {
+		killGroup(pid, syscall.SIGTERM)
+		t := m.clock.NewTimer(grace)
+		select {
+		case <-p.done:
+			t.Stop()
+			return nil
+		case <-t.C():
+		case <-ctx.Done():
+			t.Stop()
+		}
+	}
+	killGroup(pid, syscall.SIGKILL)
+	select {
+	case <-p.done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("destroy %s: %w", id, ctx.Err())
+	}
+}
+
+// Containers implements Containerizer.
+func (m *Mesos) Containers() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]string, 0, len(m.live))
+	for id, p := range m.live {
+		if p.pid > 0 {
+			out = append(out, id)
+		}
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,463 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"mezzo/agent/containerizer"
+	"mezzo/agent/statusupdate"
+	"mezzo/api/executorpb"
+	"mezzo/api/mesos"
+	"mezzo/api/protocol"
+	"mezzo/internal/stout"
+
+	"github.com/google/uuid"
+	"google.golang.org/protobuf/proto"
+)
+
+func shutdownEvent() *executorpb.Event {
+	return &executorpb.Event{Type: executorpb.Event_SHUTDOWN.Enum()}
+}
+
+func (a *Agent) shutdownGrace(e *executor) time.Duration {
+	return time.Duration(e.shutdownGrace(int64(a.cfg.ExecutorShutdownGracePeriod)))
+}
+
+// lostState is TASK_DROPPED for partition-aware frameworks, else TASK_LOST.
+func (a *Agent) lostState(fw *framework) mesos.TaskState {
+	if fw != nil && fw.hasCapability(mesos.FrameworkInfo_Capability_PARTITION_AWARE) {
+		return mesos.TaskState_TASK_DROPPED
+	}
+	return mesos.TaskState_TASK_LOST
+}
+
+// flushQueue delivers the queued launches to a subscribed executor.
+func (a *Agent) flushQueue(e *executor) {
+	for _, item := range e.queue {
+		ev := &executorpb.Event{}
+		if item.task != nil {
+			ev.Type = executorpb.Event_LAUNCH.Enum()
+			ev.Launch = &executorpb.Event_Launch{Task: item.task}
+		} else {
+			ev.Type = executorpb.Event_LAUNCH_GROUP.Enum()
+			ev.LaunchGroup = &executorpb.Event_LaunchGroup{TaskGroup: item.group}
+		}
+		if err := e.conn.Send(ev); err != nil {
+			a.log.Warn("delivering a launch to the executor", "executor", e.id, "err", err)
+			return // the executor re-subscribes and gets what is left
+		}
+		for _, id := range item.taskIDs() {
+			if t := e.tasks[id]; t != nil {
+				t.queued = false
+			}
+		}
+	}
+	e.queue = nil
+}
+
+// launched records a started container (loop).
+func (a *Agent) launched(e *executor, c containerizer.Container) {
+	e.launching = false
+	e.pid = c.Pid
+	if e.phase == phaseTerminating && e.conn == nil {
+		a.destroyContainer(e, 0)
+	}
+}
+
+// launchFailed ends an executor whose container could not start: its
+// tasks fail with REASON_CONTAINER_LAUNCH_FAILED.
+func (a *Agent) launchFailed(e *executor, err error) {
+	e.launching = false
+	a.metrics.containerLaunchErrors++
+	a.log.Error("container launch failed", "framework", e.fw.id, "executor", e.id, "container", e.containerID, "err", err)
+	if e.pending == nil {
+		e.pending = &termination{mesos.TaskState_TASK_FAILED, mesos.TaskStatus_REASON_CONTAINER_LAUNCH_FAILED,
+			"Failed to launch container: " + err.Error()}
+	}
+	a.executorExited(e, nil)
+}
+
+// registrationTimeout kills an executor that did not subscribe in time.
+func (a *Agent) registrationTimeout(e *executor) {
+	if e.phase != phaseRegistering {
+		return
+	}
+	a.log.Warn("executor did not subscribe in time; killing it", "framework", e.fw.id, "executor", e.id,
+		"timeout", a.cfg.ExecutorRegistrationTimeout)
+	e.pending = &termination{mesos.TaskState_TASK_FAILED, mesos.TaskStatus_REASON_EXECUTOR_REGISTRATION_TIMEOUT,
+		"Executor did not register within " + stout.FormatDuration(a.cfg.ExecutorRegistrationTimeout)}
+	e.phase = phaseTerminating
+	if !e.launching {
+		a.destroyContainer(e, 0)
+	}
+}
+
+// destroyContainer kills the executor's container off the loop; the exit
+// arrives through the container's waiter.
+func (a *Agent) destroyContainer(e *executor, grace time.Duration) {
+	id := e.containerID
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), grace+time.Minute)
+		defer cancel()
+		if err := a.cz.Destroy(ctx, id, grace); err != nil && !errors.Is(err, containerizer.ErrUnknownContainer) {
+			a.log.Warn("destroying container", "container", id, "err", err)
+		}
+	}()
+}
+
+// shutdownExecutor asks the executor to shut down (SHUTDOWN event) and
+// kills its container after the shutdown grace period; an executor that
+// never subscribed is killed at once.
+func (a *Agent) shutdownExecutor(e *executor) {
+	if e.phase == phaseTerminating || e.phase == phaseTerminated {
+		return
+	}
+	e.regTimer.Stop()
+	e.phase = phaseTerminating
+	if e.conn == nil {
+		if !e.launching {
+			a.destroyContainer(e, 0)
+		}
+		return
+	}
+	e.conn.Send(shutdownEvent())
+	e.shutdownTimer = a.after(a.shutdownGrace(e), func() {
+		if e.phase != phaseTerminated {
+			a.destroyContainer(e, 0)
+		}
+	})
+}
+
+// shutdownFramework kills every executor of the framework; its tasks get
+// no further updates from the agent (the framework is gone).
+func (a *Agent) shutdownFramework(id string) {
+	fw := a.frameworks[id]
+	if fw == nil {
+		return
+	}
+	fw.shuttingDown = true
+	for _, eid := range append([]string(nil), fw.order...) {
+		if e := fw.executors[eid]; e != nil {
+			e.queue = nil
+			a.shutdownExecutor(e)
+			a.maybeRemoveExecutor(e)
+		}
+	}
+	a.maybeRemoveFramework(fw)
+}
+
+// executorExited handles the end of an executor's container: every task
+// without a terminal update gets one from the agent, the master hears
+// EXECUTOR_EXITED, and the sandbox stays for browsing.
+func (a *Agent) executorExited(e *executor, term *containerizer.Termination) {
+	if e.phase == phaseTerminated {
+		return
+	}
+	e.phase = phaseTerminated
+	e.launching = false
+	e.regTimer.Stop()
+	e.shutdownTimer.Stop()
+	if e.conn != nil {
+		e.conn.Close()
+		e.conn = nil
+	}
+	a.metrics.executorsTerminated++
+	fw := e.fw
+	a.log.Info("executor terminated", "framework", fw.id, "executor", e.id, "container", e.containerID,
+		"termination", terminationText(term))
+	if !fw.shuttingDown {
+		for _, t := range e.liveTasks() {
+			id := t.t.GetTaskId().GetValue()
+			state, reason := mesos.TaskState_TASK_FAILED, mesos.TaskStatus_REASON_EXECUTOR_TERMINATED
+			msg := "Abnormal executor termination"
+			if term != nil && term.Message != "" {
+				msg += ": " + term.Message
+			}
+			switch {
+			case e.pending != nil:
+				state, reason, msg = e.pending.state, e.pending.reason, e.pending.message
+			case e.killsSent[id]:
+				state = mesos.TaskState_TASK_KILLED
+			}
+			a.agentUpdate(fw, e, id, state, reason, msg)
+		}
+	}
+	e.queue = nil
+	exited := &protocol.AgentCall_ExecutorExited{
+		FrameworkId: fw.info.GetId(),
+		ExecutorId:  e.info.GetExecutorId(),
+	}
+	if term != nil {
+		exited.Status = proto.Int32(int32(term.Status))
+	}
+	a.sendCall(&protocol.AgentCall{Type: protocol.AgentCall_EXECUTOR_EXITED.Enum(), ExecutorExited: exited})
+	a.maybeRemoveExecutor(e)
+}
+
+func terminationText(t *containerizer.Termination) string {
+	if t == nil {
+		return "never started"
+	}
+	return t.Message
+}
+
+// maybeRemoveExecutor moves a terminated executor to the framework's
+// completed executors once all its terminal updates are acknowledged (at
+// once when the framework is being shut down).
+func (a *Agent) maybeRemoveExecutor(e *executor) {
+	fw := e.fw
+	if e.phase != phaseTerminated || (len(e.tasks) > 0 && !fw.shuttingDown) {
+		return
+	}
+	for _, id := range append([]string(nil), e.taskOrder...) {
+		e.completeTask(id)
+	}
+	if fw.executors[e.id] != e {
+		return
+	}
+	delete(fw.executors, e.id)
+	for i, id := range fw.order {
+		if id == e.id {
+			fw.order = append(fw.order[:i], fw.order[i+1:]...)
+			break
+		}
+	}
+	fw.completed = append(fw.completed, e)
+	if n := len(fw.completed); n > maxCompletedExecutorsPerFramework {
+		fw.completed = fw.completed[n-maxCompletedExecutorsPerFramework:]
+	}
+	a.maybeRemoveFramework(fw)
+}
+
+// maybeRemoveFramework moves a framework without executors to the
+// completed frameworks.
+func (a *Agent) maybeRemoveFramework(fw *framework) {
+	if len(fw.executors) > 0 || a.frameworks[fw.id] != fw {
+		return
+	}
+	delete(a.frameworks, fw.id)
+	for i, id := range a.fwOrder {
+		if id == fw.id {
+			a.fwOrder = append(a.fwOrder[:i], a.fwOrder[i+1:]...)
+			break
+		}
+	}
+	a.completedF = append(a.completedF, fw)
+	if n := len(a.completedF); n > maxCompletedFrameworks {
+		a.completedF = a.completedF[n-maxCompletedFrameworks:]
+	}
+	if fw.shuttingDown {
+		// Its unacknowledged updates will never be acknowledged.
+		a.sum.CleanupFramework(fw.id)
+	}
+	if a.agentID != "" {
+		if err := a.meta.removeFramework(a.agentID, fw.id); err != nil {
+			a.log.Warn("removing framework checkpoint", "framework", fw.id, "err", err)
+		}
+	}
+}
+
+// killTask handles KILL_TASK from the master.
+func (a *Agent) killTask(m *protocol.AgentEvent_KillTask) {
+	fid, tid := m.GetFrameworkId().GetValue(), m.GetTaskId().GetValue()
+	if fid == "" || tid == "" {
+		a.log.Warn("dropping malformed KILL_TASK (needs framework_id and task_id)")
+		return
+	}
+	fw := a.frameworks[fid]
+	var e *executor
+	if fw != nil {
+		e = fw.executorFor(tid)
+	}
+	if e == nil {
+		// The task was never launched here (or is long gone).
+		a.agentUpdateFor(fid, fw, nil, tid, a.lostState(fw), mesos.TaskStatus_REASON_EXECUTOR_TERMINATED, "Cannot find executor")
+		return
+	}
+	t := e.tasks[tid]
+	if t.terminal {
+		return
+	}
+	if t.queued {
+		a.killQueued(e, tid)
+		return
+	}
+	e.killsSent[tid] = true
+	if e.phase != phaseRunning {
+		return // it is going away; its end reports the task KILLED
+	}
+	if e.conn == nil {
+		a.log.Warn("cannot deliver KILL: the executor is disconnected", "executor", e.id, "task", tid)
+		return
+	}
+	policy := m.GetKillPolicy()
+	if policy == nil {
+		policy = t.t.GetKillPolicy()
+	}
+	e.conn.Send(&executorpb.Event{
+		Type: executorpb.Event_KILL.Enum(),
+		Kill: &executorpb.Event_Kill{TaskId: t.t.GetTaskId(), KillPolicy: policy},
+	})
+}
+
+// killQueued kills a task the executor has not received yet (with the rest
+// of its task group); an executor left without tasks is shut down.
+func (a *Agent) killQueued(e *executor, tid string) {
+	for i, item := range e.queue {
+		ids := item.taskIDs()
+		if !contains(ids, tid) {
+			continue
+		}
+		e.queue = append(e.queue[:i], e.queue[i+1:]...)
+		for _, id := range ids {
+			a.agentUpdate(e.fw, e, id, mesos.TaskState_TASK_KILLED, mesos.TaskStatus_REASON_TASK_KILLED_DURING_LAUNCH,
+				"Killed before delivery to the executor")
+		}
+		break
+	}
+	if len(e.queue) == 0 && len(e.liveTasks()) == 0 {
+		a.shutdownExecutor(e)
+	}
+}
+
+func contains(s []string, x string) bool {
+	for _, v := range s {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+// acknowledge hands the scheduler's acknowledgement to the status update
+// manager; an acknowledged terminal update completes the task.
+func (a *Agent) acknowledge(m *protocol.AgentEvent_Acknowledge) {
+	fid, tid := m.GetFrameworkId().GetValue(), m.GetTaskId().GetValue()
+	terminal, err := a.sum.Acknowledge(fid, tid, m.GetUuid())
+	if err != nil {
+		a.log.Warn("ignoring acknowledgement", "framework", fid, "task", tid, "err", err)
+		return
+	}
+	if !terminal {
+		return
+	}
+	if fw := a.frameworks[fid]; fw != nil {
+		if e := fw.executorFor(tid); e != nil {
+			e.completeTask(tid)
+			a.maybeRemoveExecutor(e)
+		}
+	}
+}
+
+// frameworkMessage delivers scheduler data to a subscribed executor.
+func (a *Agent) frameworkMessage(m *protocol.AgentEvent_FrameworkMessage) {
+	fw := a.frameworks[m.GetFrameworkId().GetValue()]
+	var e *executor
+	if fw != nil {
+		e = fw.executors[m.GetExecutorId().GetValue()]
+	}
+	if e == nil || e.phase != phaseRunning || e.conn == nil {
+		a.log.Warn("dropping framework message for an executor that is not subscribed",
+			"framework", m.GetFrameworkId().GetValue(), "executor", m.GetExecutorId().GetValue())
+		return
+	}
+	e.conn.Send(&executorpb.Event{Type: executorpb.Event_MESSAGE.Enum(), Message: &executorpb.Event_Message{Data: m.GetData()}})
+}
+
+// updateFramework refreshes a framework's info (failover, UPDATE_FRAMEWORK).
+func (a *Agent) updateFramework(info *mesos.FrameworkInfo) {
+	fw := a.frameworks[info.GetId().GetValue()]
+	if fw == nil {
+		return
+	}
+	fw.info = proto.Clone(info).(*mesos.FrameworkInfo)
+	a.checkpointFramework(fw)
+}
+
+// reconcile answers the master's view after re-registration: tasks the
+// agent does not know are reported lost (dropped).
+func (a *Agent) reconcile(m *protocol.AgentEvent_Reconcile) {
+	for _, t := range m.GetTasks() {
+		fid, tid := t.GetFrameworkId().GetValue(), t.GetTaskId().GetValue()
+		if fid == "" || tid == "" {
+			continue
+		}
+		fw := a.frameworks[fid]
+		if fw != nil && fw.executorFor(tid) != nil {
+			continue
+		}
+		a.agentUpdateFor(fid, fw, nil, tid, a.lostState(fw), mesos.TaskStatus_REASON_RECONCILIATION,
+			"Reconciliation: task unknown to the agent")
+	}
+}
+
+// agentUpdate sends a status update generated by the agent itself.
+func (a *Agent) agentUpdate(fw *framework, e *executor, taskID string, state mesos.TaskState, reason mesos.TaskStatus_Reason, msg string) {
+	a.agentUpdateFor(fw.id, fw, e, taskID, state, reason, msg)
+}
+
+func (a *Agent) agentUpdateFor(fid string, fw *framework, e *executor, taskID string, state mesos.TaskState, reason mesos.TaskStatus_Reason, msg string) {
+	id := uuid.New()
+	st := &mesos.TaskStatus{
+		TaskId:    &mesos.TaskID{Value: proto.String(taskID)},
+		State:     state.Enum(),
+		Source:    mesos.TaskStatus_SOURCE_AGENT.Enum(),
+		Reason:    reason.Enum(),
+		Message:   proto.String(msg),
+		AgentId:   agentIDProto(a.agentID),
+		Timestamp: proto.Float64(float64(a.clock.Now().UnixNano()) / 1e9),
+		Uuid:      id[:],
+	}
+	if e != nil {
+		st.ExecutorId = e.info.GetExecutorId()
+	}
+	checkpoint := fw != nil && fw.checkpoint()
+	a.handleStatus(fid, checkpoint, e, st)
+}
+
+// handleStatus applies a status to the task and hands it to the status
+// update manager; it reports whether the manager took it.
+func (a *Agent) handleStatus(fid string, checkpoint bool, e *executor, st *mesos.TaskStatus) bool {
+	if e != nil {
+		if e.updateTaskState(st) && statusupdate.IsTerminal(st.GetState()) {
+			a.countTerminal(st.GetState())
+		}
+	} else if statusupdate.IsTerminal(st.GetState()) {
+		a.countTerminal(st.GetState())
+	}
+	u := &protocol.AgentCall_StatusUpdate{FrameworkId: &mesos.FrameworkID{Value: proto.String(fid)}, Status: st}
+	if e != nil {
+		u.ExecutorId = e.info.GetExecutorId()
+	}
+	if err := a.sum.Update(u, checkpoint); err != nil {
+		a.metrics.invalidUpdates++
+		a.log.Warn("status update refused", "framework", fid, "task", st.GetTaskId().GetValue(),
+			"state", st.GetState().String(), "err", err)
+		return false
+	}
+	a.metrics.validUpdates++
+	return true
+}
+
+func (a *Agent) countTerminal(s mesos.TaskState) {
+	m := &a.metrics
+	switch s {
+	case mesos.TaskState_TASK_FINISHED:
+		m.tasksFinished++
+	case mesos.TaskState_TASK_FAILED:
+		m.tasksFailed++
+	case mesos.TaskState_TASK_KILLED:
+		m.tasksKilled++
+	case mesos.TaskState_TASK_LOST:
+		m.tasksLost++
+	case mesos.TaskState_TASK_ERROR:
+		m.tasksError++
+	case mesos.TaskState_TASK_DROPPED:
+		m.tasksDropped++
+	case mesos.TaskState_TASK_GONE:
+		m.tasksGone++
+	case mesos.TaskState_TASK_GONE_BY_OPERATOR:
+		m.tasksGoneByOperator++
+	}
+}

@@ -1,0 +1,161 @@
+// Package httpapi is the agent's HTTP surface: the v1 executor API
+// (POST /api/v1/executor), the classic read endpoints (/state, /health,
+// /metrics/snapshot, each also under /slave(1)/) and the mount point of
+// /files/*. It owns decoding, validation, media-type negotiation, RecordIO
+// streaming and the classic JSON rendering; the agent loop (package agent)
+// owns the state and implements Backend. The agent builds the handler with
+// New and serves it on its ip:port.
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"mezzo/api/executorpb"
+)
+
+// Backend is what the agent provides to the HTTP layer. Every method may be
+// called concurrently from request goroutines.
+type Backend interface {
+	// Recovering reports whether the agent is still recovering its state;
+	// the executor API answers 503 meanwhile.
+	Recovering() bool
+	// SubscribeExecutor handles a validated SUBSCRIBE call. On success the
+	// backend has queued on s the events to send first (SUBSCRIBED, ...) and
+	// owns s from now on: it sends events and closes s when the
+	// subscription ends. An *Error selects the HTTP status of a refusal.
+	SubscribeExecutor(call *executorpb.Call, s *ExecutorStream) error
+	// ExecutorCall handles a validated UPDATE, MESSAGE or HEARTBEAT call;
+	// nil means 202 Accepted. An *Error selects the HTTP status.
+	ExecutorCall(call *executorpb.Call) error
+	// State returns the agent's view for /state.
+	State() (*StateView, error)
+	// Metrics returns the /metrics/snapshot values.
+	Metrics() (map[string]float64, error)
+}
+
+// Error is a refusal with an HTTP status and a text/plain message.
+type Error struct {
+	Status  int
+	Message string
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// Errorf builds an *Error.
+func Errorf(status int, format string, args ...any) *Error {
+	return &Error{Status: status, Message: fmt.Sprintf(format, args...)}
+}
+
+// Handler serves the agent's endpoints.
+type Handler struct {
+	b     Backend
+	files http.Handler
+	log   *slog.Logger
+}
+
+// New returns the agent's HTTP handler. files serves /files/* (nil: 404).
+func New(b Backend, files http.Handler, log *slog.Logger) *Handler {
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return &Handler{b: b, files: files, log: log}
+}
+
+// ServeHTTP routes by path; "/slave(1)/x" is the same endpoint as "/x"
+// (the agent's libprocess id is slave(1)).
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	path := r.URL.Path
+	if rest, ok := strings.CutPrefix(path, "/slave(1)"); ok && strings.HasPrefix(rest, "/") {
+		path = rest
+	}
+	switch {
+	case path == "/api/v1/executor":
+		h.executor(w, r)
+	case path == "/state" || path == "/state.json":
+		h.state(w, r)
+	case path == "/health":
+		w.WriteHeader(http.StatusOK)
+	case path == "/metrics/snapshot":
+		h.metrics(w, r)
+	case strings.HasPrefix(path, "/files/") && h.files != nil:
+		h.files.ServeHTTP(w, r)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// writeError answers err as text/plain with its status (500 unless it is
+// an *Error).
+func writeError(w http.ResponseWriter, err error) {
+	status := http.StatusInternalServerError
+	var e *Error
+	if errors.As(err, &e) {
+		status = e.Status
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(status)
+	io.WriteString(w, err.Error())
+}
+
+// writeJSON answers v as JSON, or as JSONP when the query has
+// jsonp=<callback> (the web UI reads agents this way).
+func writeJSON(w http.ResponseWriter, r *http.Request, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if cb := r.URL.Query().Get("jsonp"); cb != "" {
+		if !validCallback(cb) {
+			writeError(w, Errorf(http.StatusBadRequest, "invalid 'jsonp' callback name %q", cb))
+			return
+		}
+		w.Header().Set("Content-Type", "text/javascript")
+		body = append(append([]byte(cb+"("), body...), ");"...)
+	} else {
+		w.Header().Set("Content-Type", "application/json")
+	}
+	w.Header().Set("Content-Length", fmt.Sprint(len(body)))
+	w.Write(body)
+}
+
+// validCallback accepts JavaScript identifiers and dotted paths (jQuery's
+// "jQuery123_456", Angular's "angular.callbacks._0"), so a callback cannot
+// inject script.
+func validCallback(cb string) bool {
+	if len(cb) > 128 {
+		return false
+	}
+	for _, c := range cb {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_', c == '$', c == '.':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func (h *Handler) state(w http.ResponseWriter, r *http.Request) {
+	v, err := h.b.State()
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, r, renderState(v))
+}
+
+func (h *Handler) metrics(w http.ResponseWriter, r *http.Request) {
+	m, err := h.b.Metrics()
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, r, m)
+}
