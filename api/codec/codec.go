@@ -52,15 +52,6 @@ func Unmarshal(mt MediaType, data []byte, m proto.Message) error {
 	return fmt.Errorf("codec: unsupported media type %q", mt)
 }
 
-// CheckInitialized reports the first required field that is missing, naming
-// it by its path (e.g. "framework_info.user").
-func CheckInitialized(m proto.Message) error {
-	if err := proto.CheckInitialized(m); err != nil {
-		return err
-	}
-	return nil
-}
-
 // Errors from header negotiation; handlers map them to HTTP statuses.
 var (
 	ErrMissingContentType = errors.New("Expecting 'Content-Type' to be present")
