@@ -1,0 +1,117 @@
+package run
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"os/user"
+	"strings"
+	"time"
+
+	"mezzo/api/codec"
+	"mezzo/internal/clock"
+)
+
+// Defaults, as mesos-execute has them where it has one.
+const (
+	DefaultResources = "cpus:0.1;mem:32"
+	DefaultName      = "mezzo-run"
+	DefaultRole      = "*"
+	// DeclineSeconds is the filter on offers declined once the task has
+	// been launched: the framework needs nothing more.
+	DeclineSeconds = 3600
+)
+
+// Exit codes returned by Run.
+const (
+	ExitFinished = 0 // the task reached TASK_FINISHED
+	ExitFailed   = 1 // the task ended in another terminal state, or timed out
+	ExitUsage    = 2 // bad options, or the cluster could not be reached
+)
+
+// Options says what to run and where.
+type Options struct {
+	// Masters are the masters' "host:port" addresses.
+	Masters []string
+	// Command is the argv to run. With Shell and a single element, that
+	// element is a shell command line run by `sh -c`.
+	Command []string
+	// Shell runs the command through the shell (CommandInfo.shell=true).
+	// Several elements are joined with spaces into one command line.
+	Shell bool
+	// Resources the task needs, in Mesos text form (default
+	// "cpus:0.1;mem:32").
+	Resources string
+	// Name of the framework's task and of the task id (default "mezzo-run").
+	Name string
+	// TaskID overrides the task id (default: Name, as mesos-execute does).
+	TaskID string
+	// Role the framework subscribes with (default "*").
+	Role string
+	// User the task runs as (default: the current user).
+	User string
+	// Checkpoint asks agents to checkpoint the task, so it survives an
+	// agent restart.
+	Checkpoint bool
+	// Codec for the scheduler API (default protobuf).
+	Codec codec.MediaType
+	// Out receives the status lines (default os.Stdout).
+	Out io.Writer
+	// Log receives progress notes (subscribed, launching); default none.
+	Log io.Writer
+	// Timeout bounds the whole run (0 = none). On expiry the framework is
+	// torn down, which kills the task, and Run returns ExitFailed.
+	Timeout time.Duration
+
+	// Clock and HTTPClient are for tests (defaults: real).
+	Clock      clock.Clock
+	HTTPClient *http.Client
+}
+
+func (o *Options) validate() error {
+	if len(o.Masters) == 0 {
+		return errors.New("no master address given")
+	}
+	if len(o.Command) == 0 || strings.TrimSpace(strings.Join(o.Command, " ")) == "" {
+		return errors.New("no command given")
+	}
+	if o.Resources == "" {
+		o.Resources = DefaultResources
+	}
+	if o.Name == "" {
+		o.Name = DefaultName
+	}
+	if o.TaskID == "" {
+		o.TaskID = o.Name
+	}
+	if o.Role == "" {
+		o.Role = DefaultRole
+	}
+	if o.User == "" {
+		o.User = currentUser()
+	}
+	if o.Codec == "" {
+		o.Codec = codec.Protobuf
+	}
+	if o.Out == nil {
+		o.Out = os.Stdout
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	if o.Clock == nil {
+		o.Clock = clock.Real
+	}
+	return nil
+}
+
+func currentUser() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	if u := os.Getenv("USER"); u != "" {
+		return u
+	}
+	return "root"
+}

@@ -1,0 +1,273 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"mezzo/api/mesos"
+	"mezzo/api/schedulerpb"
+	"mezzo/resources"
+	"mezzo/scheduler"
+)
+
+// teardownTimeout bounds the TEARDOWN call made on the way out, which may
+// happen after the caller's context has ended.
+const teardownTimeout = 10 * time.Second
+
+// Run runs opts.Command as one task on the cluster and follows it to a
+// terminal state. It returns ExitFinished (0) only for TASK_FINISHED,
+// ExitFailed (1) for any other terminal state, a timeout or cancellation,
+// and ExitUsage (2) with an error for bad options or when the masters cannot
+// be reached or reject the framework.
+func Run(ctx context.Context, opts Options) (exitCode int, err error) {
+	if err := opts.validate(); err != nil {
+		return ExitUsage, err
+	}
+	need, err := wanted(opts.Resources, opts.Role)
+	if err != nil {
+		return ExitUsage, fmt.Errorf("--resources: %w", err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var timeout <-chan time.Time
+	if opts.Timeout > 0 {
+		// The injected clock drives the run's deadline; a wall-clock
+		// deadline on ctx also bounds the blocking subscription.
+		t := opts.Clock.NewTimer(opts.Timeout)
+		defer t.Stop()
+		timeout = t.C()
+		var cancelT context.CancelFunc
+		ctx, cancelT = context.WithTimeout(ctx, opts.Timeout)
+		defer cancelT()
+	}
+
+	r := &runner{
+		opts:   opts,
+		need:   need,
+		taskID: &mesos.TaskID{Value: proto.String(opts.TaskID)},
+		client: scheduler.New(scheduler.Config{
+			Masters:    opts.Masters,
+			Codec:      opts.Codec,
+			HTTPClient: opts.HTTPClient,
+			Framework:  frameworkInfo(opts),
+			Clock:      opts.Clock,
+		}),
+	}
+	events, err := r.client.Subscribe(ctx)
+	if err != nil {
+		return ExitUsage, fmt.Errorf("cannot subscribe to %s: %w", strings.Join(opts.Masters, ","), err)
+	}
+	for {
+		select {
+		case <-timeout:
+			r.teardown()
+			return ExitFailed, fmt.Errorf("timed out after %v", opts.Timeout)
+		case <-ctx.Done():
+			r.teardown()
+			return ExitFailed, ctx.Err()
+		case ev, ok := <-events:
+			if !ok {
+				if err := r.client.Err(); errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+					r.teardown()
+					return ExitFailed, err
+				}
+				return ExitUsage, fmt.Errorf("lost the subscription: %w", r.client.Err())
+			}
+			if code, done, err := r.handle(ctx, ev); done {
+				return code, err
+			}
+		}
+	}
+}
+
+// runner is the framework's state, owned by Run's goroutine.
+type runner struct {
+	opts       Options
+	client     *scheduler.Client
+	need       []resources.Resources // acceptable shapes of the task's resources
+	taskID     *mesos.TaskID
+	launched   bool
+	suppressed bool
+}
+
+// wanted parses the resources text into the shapes an offer may satisfy:
+// unreserved, or (for a role other than "*") reserved to that role.
+func wanted(text, role string) ([]resources.Resources, error) {
+	unreserved, err := resources.Parse(text, "*")
+	if err != nil {
+		return nil, err
+	}
+	if unreserved.IsEmpty() {
+		return nil, errors.New("no resources requested")
+	}
+	out := []resources.Resources{unreserved}
+	if role != "*" {
+		reserved, err := resources.Parse(text, role)
+		if err != nil {
+			return nil, err
+		}
+		if !reserved.Equal(unreserved) {
+			out = append(out, reserved)
+		}
+	}
+	return out, nil
+}
+
+func frameworkInfo(o Options) *mesos.FrameworkInfo {
+	fi := &mesos.FrameworkInfo{
+		User:       proto.String(o.User),
+		Name:       proto.String(o.Name),
+		Checkpoint: proto.Bool(o.Checkpoint),
+		Capabilities: []*mesos.FrameworkInfo_Capability{
+			{Type: mesos.FrameworkInfo_Capability_RESERVATION_REFINEMENT.Enum()},
+		},
+	}
+	if o.Role != "*" {
+		fi.Role = proto.String(o.Role)
+	}
+	return fi
+}
+
+// handle reacts to one event; done says Run should return code, err.
+func (r *runner) handle(ctx context.Context, ev *schedulerpb.Event) (code int, done bool, err error) {
+	switch ev.GetType() {
+	case schedulerpb.Event_SUBSCRIBED:
+		fmt.Fprintf(r.opts.Log, "Subscribed with framework ID %s\n", ev.GetSubscribed().GetFrameworkId().GetValue())
+		if r.launched {
+			// Re-subscribed after a disconnection: updates sent meanwhile
+			// may be lost to us; ask for the task's state.
+			if err := r.client.Reconcile(ctx, []*schedulerpb.Call_Reconcile_Task{{TaskId: r.taskID}}); err != nil {
+				fmt.Fprintf(r.opts.Log, "Reconcile failed: %v\n", err)
+			}
+		}
+	case schedulerpb.Event_OFFERS:
+		if err := r.offers(ctx, ev.GetOffers().GetOffers()); err != nil {
+			return ExitUsage, true, err
+		}
+	case schedulerpb.Event_UPDATE:
+		return r.update(ctx, ev.GetUpdate().GetStatus())
+	case schedulerpb.Event_ERROR:
+		return ExitUsage, true, fmt.Errorf("master aborted the framework: %s", ev.GetError().GetMessage())
+	case schedulerpb.Event_FAILURE:
+		f := ev.GetFailure()
+		fmt.Fprintf(r.opts.Log, "Failure on agent %s (executor %s, status %d)\n",
+			f.GetAgentId().GetValue(), f.GetExecutorId().GetValue(), f.GetStatus())
+	}
+	return 0, false, nil
+}
+
+// offers launches the task on the first offer that fits and declines the
+// rest: briefly while still waiting, for an hour once launched.
+func (r *runner) offers(ctx context.Context, offers []*mesos.Offer) error {
+	var decline []*mesos.OfferID
+	for _, o := range offers {
+		if r.launched {
+			decline = append(decline, o.GetId())
+			continue
+		}
+		res, ok := r.match(o)
+		if !ok {
+			decline = append(decline, o.GetId())
+			continue
+		}
+		task := r.task(o.GetAgentId(), res)
+		fmt.Fprintf(r.opts.Log, "Launching task %s on agent %s (%s) with %s\n",
+			r.opts.TaskID, o.GetAgentId().GetValue(), o.GetHostname(), res)
+		if err := r.client.Launch(ctx, []*mesos.OfferID{o.GetId()}, []*mesos.TaskInfo{task}, scheduler.RefuseFor(DeclineSeconds)); err != nil {
+			return fmt.Errorf("launching the task: %w", err)
+		}
+		r.launched = true
+	}
+	if len(decline) > 0 {
+		var filters *mesos.Filters // Mesos's default 5 s while we still wait
+		if r.launched {
+			filters = scheduler.RefuseFor(DeclineSeconds)
+		}
+		if err := r.client.Decline(ctx, decline, filters); err != nil {
+			fmt.Fprintf(r.opts.Log, "Decline failed: %v\n", err)
+		}
+	}
+	if r.launched && !r.suppressed {
+		if err := r.client.Suppress(ctx); err != nil {
+			fmt.Fprintf(r.opts.Log, "Suppress failed: %v\n", err)
+		} else {
+			r.suppressed = true
+		}
+	}
+	return nil
+}
+
+// match returns the task's resources if the offer holds one of the wanted
+// shapes.
+func (r *runner) match(o *mesos.Offer) (resources.Resources, bool) {
+	offered, err := resources.FromProto(o.GetResources())
+	if err != nil {
+		fmt.Fprintf(r.opts.Log, "Ignoring offer %s with invalid resources: %v\n", o.GetId().GetValue(), err)
+		return resources.Resources{}, false
+	}
+	// Offers to a MULTI_ROLE framework carry allocation info; we are not
+	// one, but compare without it anyway.
+	offered = offered.WithoutAllocationInfo()
+	for _, want := range r.need {
+		if offered.Contains(want) {
+			return want, true
+		}
+	}
+	return resources.Resources{}, false
+}
+
+func (r *runner) task(agent *mesos.AgentID, res resources.Resources) *mesos.TaskInfo {
+	return &mesos.TaskInfo{
+		Name:      proto.String(r.opts.Name),
+		TaskId:    proto.CloneOf(r.taskID),
+		AgentId:   proto.CloneOf(agent),
+		Resources: res.Proto(),
+		Command:   commandInfo(r.opts.Command, r.opts.Shell),
+	}
+}
+
+// commandInfo builds the task's command. Shell is set explicitly either
+// way: CommandInfo.shell defaults to true.
+func commandInfo(argv []string, shell bool) *mesos.CommandInfo {
+	if shell {
+		return &mesos.CommandInfo{Shell: proto.Bool(true), Value: proto.String(strings.Join(argv, " "))}
+	}
+	return &mesos.CommandInfo{
+		Shell:     proto.Bool(false),
+		Value:     proto.String(argv[0]),
+		Arguments: append([]string(nil), argv...),
+	}
+}
+
+// update prints and acknowledges a status update; a terminal state of our
+// task ends the run.
+func (r *runner) update(ctx context.Context, s *mesos.TaskStatus) (int, bool, error) {
+	if s.GetTaskId().GetValue() == r.taskID.GetValue() {
+		fmt.Fprintln(r.opts.Out, StatusLine(s))
+	}
+	if err := r.client.Acknowledge(ctx, s); err != nil {
+		fmt.Fprintf(r.opts.Log, "Acknowledge failed: %v\n", err)
+	}
+	if s.GetTaskId().GetValue() != r.taskID.GetValue() || !IsTerminal(s.GetState()) {
+		return 0, false, nil
+	}
+	r.teardown()
+	if s.GetState() == mesos.TaskState_TASK_FINISHED {
+		return ExitFinished, true, nil
+	}
+	return ExitFailed, true, nil
+}
+
+// teardown removes the framework (killing the task if it still runs).
+func (r *runner) teardown() {
+	ctx, cancel := context.WithTimeout(context.Background(), teardownTimeout)
+	defer cancel()
+	if err := r.client.Teardown(ctx); err != nil && !errors.Is(err, scheduler.ErrNotSubscribed) {
+		fmt.Fprintf(r.opts.Log, "Teardown failed: %v\n", err)
+	}
+}

@@ -1,0 +1,434 @@
+package run_test
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"mezzo/api/codec"
+	"mezzo/api/mesos"
+	"mezzo/api/schedulerpb"
+	"mezzo/frameworks/run"
+	"mezzo/internal/clock"
+	"mezzo/resources"
+	"mezzo/scheduler/schedulertest"
+)
+
+const wait = 5 * time.Second
+
+// syncBuffer is an io.Writer safe to read while Run writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func offer(id, agent, res string) *mesos.Offer {
+	return &mesos.Offer{
+		Id:          &mesos.OfferID{Value: proto.String(id)},
+		FrameworkId: &mesos.FrameworkID{Value: proto.String("ignored")},
+		AgentId:     &mesos.AgentID{Value: proto.String(agent)},
+		Hostname:    proto.String(agent + ".example"),
+		Resources:   resources.MustParse(res).Proto(),
+	}
+}
+
+func offersEvent(os ...*mesos.Offer) *schedulerpb.Event {
+	return &schedulerpb.Event{Type: schedulerpb.Event_OFFERS.Enum(), Offers: &schedulerpb.Event_Offers{Offers: os}}
+}
+
+type update struct {
+	state   mesos.TaskState
+	source  *mesos.TaskStatus_Source
+	reason  *mesos.TaskStatus_Reason
+	message string
+	noUUID  bool
+}
+
+func updateEvent(task, agent string, u update, n int) *schedulerpb.Event {
+	st := &mesos.TaskStatus{
+		TaskId:    &mesos.TaskID{Value: proto.String(task)},
+		State:     u.state.Enum(),
+		Source:    u.source,
+		Reason:    u.reason,
+		AgentId:   &mesos.AgentID{Value: proto.String(agent)},
+		Timestamp: proto.Float64(1e9 + float64(n)),
+	}
+	if u.message != "" {
+		st.Message = proto.String(u.message)
+	}
+	if !u.noUUID {
+		st.Uuid = []byte{byte(n), 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
+	}
+	return &schedulerpb.Event{Type: schedulerpb.Event_UPDATE.Enum(), Update: &schedulerpb.Event_Update{Status: st}}
+}
+
+var (
+	executor = mesos.TaskStatus_SOURCE_EXECUTOR.Enum()
+	master   = mesos.TaskStatus_SOURCE_MASTER.Enum()
+)
+
+type result struct {
+	code int
+	err  error
+}
+
+// start runs Run against the fake master in the background.
+func start(t *testing.T, m *schedulertest.Master, opts run.Options) (<-chan result, *syncBuffer) {
+	t.Helper()
+	out := &syncBuffer{}
+	opts.Masters = []string{m.Addr()}
+	opts.Out = out
+	if opts.Clock == nil {
+		opts.Clock = clock.NewFake(time.Unix(0, 0))
+	}
+	if opts.User == "" {
+		opts.User = "alice"
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	done := make(chan result, 1)
+	go func() {
+		code, err := run.Run(ctx, opts)
+		done <- result{code, err}
+	}()
+	return done, out
+}
+
+func finish(t *testing.T, done <-chan result) result {
+	t.Helper()
+	select {
+	case r := <-done:
+		return r
+	case <-time.After(wait):
+		t.Fatal("Run did not return")
+	}
+	return result{}
+}
+
+func TestRunScenarios(t *testing.T) {
+	tests := []struct {
+		name      string
+		opts      run.Options
+		offers    [][]*mesos.Offer // batches; the task lands on agent "a1"
+		updates   []update
+		wantCode  int
+		wantLines []string
+		wantAcks  int
+		check     func(t *testing.T, task *mesos.TaskInfo, m *schedulertest.Master)
+	}{
+		{
+			name:   "finished",
+			opts:   run.Options{Command: []string{"/bin/echo", "hello world"}, Codec: codec.JSON},
+			offers: [][]*mesos.Offer{{offer("O1", "a1", "cpus:4;mem:1024"), offer("O2", "a2", "cpus:4;mem:1024")}},
+			updates: []update{
+				{state: mesos.TaskState_TASK_STARTING, source: executor},
+				{state: mesos.TaskState_TASK_RUNNING, source: executor},
+				{state: mesos.TaskState_TASK_FINISHED, source: executor, message: "Command exited with status 0"},
+			},
+			wantCode: 0,
+			wantLines: []string{
+				"mezzo-run TASK_STARTING source=SOURCE_EXECUTOR",
+				"mezzo-run TASK_RUNNING source=SOURCE_EXECUTOR",
+				`mezzo-run TASK_FINISHED source=SOURCE_EXECUTOR message="Command exited with status 0"`,
+			},
+			wantAcks: 3,
+			check: func(t *testing.T, task *mesos.TaskInfo, m *schedulertest.Master) {
+				cmd := task.GetCommand()
+				if cmd.GetShell() || cmd.Shell == nil || cmd.GetValue() != "/bin/echo" ||
+					strings.Join(cmd.GetArguments(), "|") != "/bin/echo|hello world" {
+					t.Errorf("command = %v", cmd)
+				}
+				got, _ := resources.FromProto(task.GetResources())
+				if !got.Equal(resources.MustParse("cpus:0.1;mem:32")) {
+					t.Errorf("task resources = %v", got)
+				}
+				// The other offer of the batch is declined for an hour.
+				d := m.WaitCall(t, schedulerpb.Call_DECLINE, 1, wait).GetDecline()
+				if len(d.GetOfferIds()) != 1 || d.GetOfferIds()[0].GetValue() != "O2" || d.GetFilters().GetRefuseSeconds() != run.DeclineSeconds {
+					t.Errorf("decline = %v", d)
+				}
+				m.WaitCall(t, schedulerpb.Call_SUPPRESS, 1, wait)
+			},
+		},
+		{
+			name:   "failed with reason",
+			opts:   run.Options{Command: []string{"false"}, Name: "job", TaskID: "job-1"},
+			offers: [][]*mesos.Offer{{offer("O1", "a1", "cpus:1;mem:64")}},
+			updates: []update{
+				{state: mesos.TaskState_TASK_RUNNING, source: executor},
+				{state: mesos.TaskState_TASK_FAILED, source: executor, reason: mesos.TaskStatus_REASON_COMMAND_EXECUTOR_FAILED.Enum(), message: "Command exited with status 1"},
+			},
+			wantCode: 1,
+			wantLines: []string{
+				"job-1 TASK_RUNNING source=SOURCE_EXECUTOR",
+				`job-1 TASK_FAILED source=SOURCE_EXECUTOR reason=REASON_COMMAND_EXECUTOR_FAILED message="Command exited with status 1"`,
+			},
+			wantAcks: 2,
+			check: func(t *testing.T, task *mesos.TaskInfo, _ *schedulertest.Master) {
+				if task.GetName() != "job" || task.GetTaskId().GetValue() != "job-1" {
+					t.Errorf("task name/id = %q/%q", task.GetName(), task.GetTaskId().GetValue())
+				}
+			},
+		},
+		{
+			name:   "master rejects the task without uuid",
+			opts:   run.Options{Command: []string{"ls"}},
+			offers: [][]*mesos.Offer{{offer("O1", "a1", "cpus:1;mem:64")}},
+			updates: []update{{state: mesos.TaskState_TASK_ERROR, source: master,
+				reason: mesos.TaskStatus_REASON_TASK_INVALID.Enum(), message: "Task uses more resources\nthan offered", noUUID: true}},
+			wantCode:  1,
+			wantLines: []string{`mezzo-run TASK_ERROR source=SOURCE_MASTER reason=REASON_TASK_INVALID message="Task uses more resources\nthan offered"`},
+			wantAcks:  0,
+		},
+		{
+			name: "shell command after a too-small offer",
+			opts: run.Options{Command: []string{"echo hi && exit 3"}, Shell: true, Resources: "cpus:2;mem:128"},
+			offers: [][]*mesos.Offer{
+				{offer("O0", "a0", "cpus:1;mem:4096")},
+				{offer("O1", "a1", "cpus:2;mem:128;disk:10")},
+			},
+			updates:   []update{{state: mesos.TaskState_TASK_KILLED, source: executor}},
+			wantCode:  1,
+			wantLines: []string{"mezzo-run TASK_KILLED source=SOURCE_EXECUTOR"},
+			wantAcks:  1,
+			check: func(t *testing.T, task *mesos.TaskInfo, m *schedulertest.Master) {
+				if cmd := task.GetCommand(); !cmd.GetShell() || cmd.GetValue() != "echo hi && exit 3" || len(cmd.GetArguments()) != 0 {
+					t.Errorf("command = %v", cmd)
+				}
+				// The too-small offer was declined with the default
+				// filter, so it comes back when resources free up.
+				d := m.Calls(schedulerpb.Call_DECLINE)[0].GetDecline()
+				if d.GetOfferIds()[0].GetValue() != "O0" || d.Filters != nil {
+					t.Errorf("first decline = %v", d)
+				}
+			},
+		},
+		{
+			name:   "role reservation",
+			opts:   run.Options{Command: []string{"true"}, Role: "web", Checkpoint: true},
+			offers: [][]*mesos.Offer{{offer("O1", "a1", "cpus(web):1;mem(web):64")}},
+			updates: []update{
+				{state: mesos.TaskState_TASK_LOST, source: mesos.TaskStatus_SOURCE_AGENT.Enum(), reason: mesos.TaskStatus_REASON_AGENT_REMOVED.Enum()},
+			},
+			wantCode:  1,
+			wantLines: []string{"mezzo-run TASK_LOST source=SOURCE_AGENT reason=REASON_AGENT_REMOVED"},
+			wantAcks:  1,
+			check: func(t *testing.T, task *mesos.TaskInfo, m *schedulertest.Master) {
+				got, _ := resources.FromProto(task.GetResources())
+				if !got.Equal(resources.MustParse("cpus(web):0.1;mem(web):32")) {
+					t.Errorf("task resources = %v", got)
+				}
+				fi := m.Calls(schedulerpb.Call_SUBSCRIBE)[0].GetSubscribe().GetFrameworkInfo()
+				if fi.GetRole() != "web" || !fi.GetCheckpoint() || fi.GetUser() != "alice" ||
+					len(fi.GetCapabilities()) != 1 || fi.GetCapabilities()[0].GetType() != mesos.FrameworkInfo_Capability_RESERVATION_REFINEMENT {
+					t.Errorf("framework info = %v", fi)
+				}
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := schedulertest.NewMaster(t)
+			done, out := start(t, m, tt.opts)
+			m.WaitSubscriptions(t, 1, wait)
+			for _, batch := range tt.offers {
+				if !m.Send(offersEvent(batch...)) {
+					t.Fatal("could not send offers")
+				}
+			}
+			accept := m.WaitCall(t, schedulerpb.Call_ACCEPT, 1, wait).GetAccept()
+			if len(accept.GetOfferIds()) != 1 || accept.GetOfferIds()[0].GetValue() != "O1" {
+				t.Fatalf("accepted offers %v, want O1", accept.GetOfferIds())
+			}
+			ops := accept.GetOperations()
+			if len(ops) != 1 || ops[0].GetType() != mesos.Offer_Operation_LAUNCH || len(ops[0].GetLaunch().GetTaskInfos()) != 1 {
+				t.Fatalf("operations = %v", ops)
+			}
+			task := ops[0].GetLaunch().GetTaskInfos()[0]
+			if task.GetAgentId().GetValue() != "a1" {
+				t.Errorf("task on agent %q, want a1", task.GetAgentId().GetValue())
+			}
+			for i, u := range tt.updates {
+				m.Send(updateEvent(task.GetTaskId().GetValue(), "a1", u, i))
+			}
+			res := finish(t, done)
+			if res.code != tt.wantCode || res.err != nil {
+				t.Errorf("Run = %d, %v; want %d, nil", res.code, res.err, tt.wantCode)
+			}
+			if got := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n"); strings.Join(got, "\n") != strings.Join(tt.wantLines, "\n") {
+				t.Errorf("output:\n%s\nwant:\n%s", out.String(), strings.Join(tt.wantLines, "\n"))
+			}
+			acks := m.Calls(schedulerpb.Call_ACKNOWLEDGE)
+			if len(acks) != tt.wantAcks {
+				t.Errorf("%d acknowledgements, want %d", len(acks), tt.wantAcks)
+			}
+			for i, a := range acks {
+				if a.GetAcknowledge().GetTaskId().GetValue() != task.GetTaskId().GetValue() || len(a.GetAcknowledge().GetUuid()) != 16 ||
+					a.GetAcknowledge().GetUuid()[0] != byte(i) || a.GetAcknowledge().GetAgentId().GetValue() != "a1" {
+					t.Errorf("ack %d = %v", i, a)
+				}
+			}
+			if n := len(m.Calls(schedulerpb.Call_TEARDOWN)); n != 1 {
+				t.Errorf("%d TEARDOWN calls, want 1", n)
+			}
+			if n := len(m.Calls(schedulerpb.Call_ACCEPT)); n != 1 {
+				t.Errorf("%d ACCEPT calls, want exactly 1", n)
+			}
+			if tt.check != nil {
+				tt.check(t, task, m)
+			}
+		})
+	}
+}
+
+func TestRunUsageErrors(t *testing.T) {
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
+	dead := l.Addr().String()
+	l.Close()
+	tests := []struct {
+		name string
+		opts run.Options
+		want string
+	}{
+		{"no command", run.Options{Masters: []string{"127.0.0.1:1"}}, "no command"},
+		{"no master", run.Options{Command: []string{"ls"}}, "no master"},
+		{"bad resources", run.Options{Masters: []string{"127.0.0.1:1"}, Command: []string{"ls"}, Resources: "cpus:lots"}, "--resources"},
+		{"unreachable", run.Options{Masters: []string{dead}, Command: []string{"ls"}, Clock: instantClock()}, "cannot subscribe"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.opts.Out = &bytes.Buffer{}
+			code, err := run.Run(context.Background(), tt.opts)
+			if code != run.ExitUsage || err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Run = %d, %v; want 2 and an error containing %q", code, err, tt.want)
+			}
+		})
+	}
+}
+
+// instantClock is a fake clock whose timers fire at once, so that
+// subscription retries need no waiting.
+func instantClock() clock.Clock { return instant{clock.NewFake(time.Unix(0, 0))} }
+
+type instant struct{ *clock.Fake }
+
+func (c instant) NewTimer(time.Duration) clock.Timer {
+	f := fired{make(chan time.Time, 1)}
+	f.c <- c.Now()
+	return f
+}
+
+type fired struct{ c chan time.Time }
+
+func (f fired) C() <-chan time.Time   { return f.c }
+func (f fired) Stop() bool            { return false }
+func (f fired) Reset(d time.Duration) {}
+
+func TestRunMasterError(t *testing.T) {
+	m := schedulertest.NewMaster(t)
+	done, _ := start(t, m, run.Options{Command: []string{"ls"}})
+	m.WaitSubscriptions(t, 1, wait)
+	m.Send(&schedulerpb.Event{Type: schedulerpb.Event_ERROR.Enum(), Error: &schedulerpb.Event_Error{Message: proto.String("Framework has been removed")}})
+	res := finish(t, done)
+	if res.code != run.ExitUsage || res.err == nil || !strings.Contains(res.err.Error(), "Framework has been removed") {
+		t.Errorf("Run = %d, %v", res.code, res.err)
+	}
+}
+
+func TestRunTimeoutTearsDown(t *testing.T) {
+	m := schedulertest.NewMaster(t)
+	clk := clock.NewFake(time.Unix(0, 0))
+	done, _ := start(t, m, run.Options{Command: []string{"sleep", "1000"}, Timeout: time.Minute, Clock: clk})
+	m.WaitSubscriptions(t, 1, wait)
+	m.Send(offersEvent(offer("O1", "a1", "cpus:1;mem:64")))
+	m.WaitCall(t, schedulerpb.Call_ACCEPT, 1, wait)
+	clk.Advance(time.Minute)
+	res := finish(t, done)
+	if res.code != run.ExitFailed || res.err == nil || !strings.Contains(res.err.Error(), "timed out") {
+		t.Errorf("Run = %d, %v", res.code, res.err)
+	}
+	m.WaitCall(t, schedulerpb.Call_TEARDOWN, 1, wait)
+}
+
+func TestRunReconcilesAfterResubscribe(t *testing.T) {
+	m := schedulertest.NewMaster(t)
+	clk := clock.NewFake(time.Unix(0, 0))
+	done, out := start(t, m, run.Options{Command: []string{"ls"}, Clock: clk})
+	m.WaitSubscriptions(t, 1, wait)
+	m.Send(offersEvent(offer("O1", "a1", "cpus:1;mem:64")))
+	m.WaitCall(t, schedulerpb.Call_SUPPRESS, 1, wait)
+
+	m.Disconnect()
+	if !schedulertest.Eventually(wait, func() bool {
+		if m.Subscriptions() >= 2 {
+			return true
+		}
+		if clk.Pending() > 0 {
+			clk.Advance(time.Second)
+		}
+		return false
+	}) {
+		t.Fatal("no re-subscription")
+	}
+	rc := m.WaitCall(t, schedulerpb.Call_RECONCILE, 1, wait).GetReconcile()
+	if len(rc.GetTasks()) != 1 || rc.GetTasks()[0].GetTaskId().GetValue() != "mezzo-run" {
+		t.Errorf("reconcile = %v", rc)
+	}
+	re := m.Calls(schedulerpb.Call_SUBSCRIBE)[1]
+	if re.GetFrameworkId().GetValue() != m.FrameworkID() {
+		t.Errorf("re-subscribed as %v, want %s", re.GetFrameworkId(), m.FrameworkID())
+	}
+	m.Send(updateEvent("mezzo-run", "a1", update{state: mesos.TaskState_TASK_FINISHED, source: master,
+		reason: mesos.TaskStatus_REASON_RECONCILIATION.Enum(), message: "Reconciliation: Latest task state", noUUID: true}, 0))
+	if res := finish(t, done); res.code != 0 || res.err != nil {
+		t.Errorf("Run = %d, %v", res.code, res.err)
+	}
+	if !strings.Contains(out.String(), "mezzo-run TASK_FINISHED source=SOURCE_MASTER reason=REASON_RECONCILIATION") {
+		t.Errorf("output %q", out.String())
+	}
+}
+
+func TestStatusLine(t *testing.T) {
+	tests := []struct {
+		in   *mesos.TaskStatus
+		want string
+	}{
+		{&mesos.TaskStatus{TaskId: &mesos.TaskID{Value: proto.String("t")}, State: mesos.TaskState_TASK_STAGING.Enum()}, "t TASK_STAGING"},
+		{&mesos.TaskStatus{TaskId: &mesos.TaskID{Value: proto.String("t")}, State: mesos.TaskState_TASK_RUNNING.Enum(),
+			Source: mesos.TaskStatus_SOURCE_MASTER.Enum()}, "t TASK_RUNNING source=SOURCE_MASTER"},
+		{&mesos.TaskStatus{TaskId: &mesos.TaskID{Value: proto.String("t")}, State: mesos.TaskState_TASK_FAILED.Enum(),
+			Reason: mesos.TaskStatus_REASON_CONTAINER_LIMITATION_MEMORY.Enum(), Message: proto.String(`oom "x"`)},
+			`t TASK_FAILED reason=REASON_CONTAINER_LIMITATION_MEMORY message="oom \"x\""`},
+	}
+	for _, tt := range tests {
+		if got := run.StatusLine(tt.in); got != tt.want {
+			t.Errorf("StatusLine = %q, want %q", got, tt.want)
+		}
+	}
+	for st, want := range map[mesos.TaskState]bool{
+		mesos.TaskState_TASK_FINISHED: true, mesos.TaskState_TASK_GONE_BY_OPERATOR: true, mesos.TaskState_TASK_DROPPED: true,
+		mesos.TaskState_TASK_RUNNING: false, mesos.TaskState_TASK_UNREACHABLE: false, mesos.TaskState_TASK_KILLING: false,
+	} {
+		if run.IsTerminal(st) != want {
+			t.Errorf("IsTerminal(%v) = %v", st, !want)
+		}
+	}
+}

@@ -1,0 +1,109 @@
+package scheduler
+
+import (
+	"context"
+
+	"google.golang.org/protobuf/proto"
+
+	"mezzo/api/mesos"
+	"mezzo/api/schedulerpb"
+)
+
+// Accept accepts offers with the given operations. Resources of the offers
+// that the operations leave unused are declined for filters.refuse_seconds
+// (default 5 s). An ACCEPT without operations is a decline.
+func (c *Client) Accept(ctx context.Context, offerIDs []*mesos.OfferID, ops []*mesos.Offer_Operation, filters *mesos.Filters) error {
+	return c.Call(ctx, &schedulerpb.Call{
+		Type: schedulerpb.Call_ACCEPT.Enum(),
+		Accept: &schedulerpb.Call_Accept{
+			OfferIds:   offerIDs,
+			Operations: ops,
+			Filters:    filters,
+		},
+	})
+}
+
+// Launch accepts offers with one LAUNCH operation of tasks.
+func (c *Client) Launch(ctx context.Context, offerIDs []*mesos.OfferID, tasks []*mesos.TaskInfo, filters *mesos.Filters) error {
+	return c.Accept(ctx, offerIDs, []*mesos.Offer_Operation{LaunchOp(tasks...)}, filters)
+}
+
+// LaunchOp builds a LAUNCH operation.
+func LaunchOp(tasks ...*mesos.TaskInfo) *mesos.Offer_Operation {
+	return &mesos.Offer_Operation{
+		Type:   mesos.Offer_Operation_LAUNCH.Enum(),
+		Launch: &mesos.Offer_Operation_Launch{TaskInfos: tasks},
+	}
+}
+
+// Decline declines offers; filters (nil = master default of 5 s) says for
+// how long the same resources should not be offered again.
+func (c *Client) Decline(ctx context.Context, offerIDs []*mesos.OfferID, filters *mesos.Filters) error {
+	return c.Call(ctx, &schedulerpb.Call{
+		Type:    schedulerpb.Call_DECLINE.Enum(),
+		Decline: &schedulerpb.Call_Decline{OfferIds: offerIDs, Filters: filters},
+	})
+}
+
+// RefuseFor returns filters that refuse declined resources for secs seconds.
+func RefuseFor(secs float64) *mesos.Filters {
+	return &mesos.Filters{RefuseSeconds: proto.Float64(secs)}
+}
+
+// Acknowledge acknowledges a status update. Updates without a uuid (e.g.
+// reconciliation answers) need no acknowledgement: it returns nil without
+// sending anything, as mesos-go does.
+func (c *Client) Acknowledge(ctx context.Context, status *mesos.TaskStatus) error {
+	if len(status.GetUuid()) == 0 {
+		return nil
+	}
+	return c.Call(ctx, &schedulerpb.Call{
+		Type: schedulerpb.Call_ACKNOWLEDGE.Enum(),
+		Acknowledge: &schedulerpb.Call_Acknowledge{
+			AgentId: status.GetAgentId(),
+			TaskId:  status.GetTaskId(),
+			Uuid:    status.GetUuid(),
+		},
+	})
+}
+
+// Kill asks for a task to be killed. agentID may be nil if unknown.
+func (c *Client) Kill(ctx context.Context, taskID *mesos.TaskID, agentID *mesos.AgentID) error {
+	return c.Call(ctx, &schedulerpb.Call{
+		Type: schedulerpb.Call_KILL.Enum(),
+		Kill: &schedulerpb.Call_Kill{TaskId: taskID, AgentId: agentID},
+	})
+}
+
+// Reconcile asks for the latest state of tasks; no tasks means implicit
+// reconciliation (all tasks the master knows for this framework).
+func (c *Client) Reconcile(ctx context.Context, tasks []*schedulerpb.Call_Reconcile_Task) error {
+	return c.Call(ctx, &schedulerpb.Call{
+		Type:      schedulerpb.Call_RECONCILE.Enum(),
+		Reconcile: &schedulerpb.Call_Reconcile{Tasks: tasks},
+	})
+}
+
+// Revive removes filters and resumes offers for roles (none = all roles).
+func (c *Client) Revive(ctx context.Context, roles ...string) error {
+	call := &schedulerpb.Call{Type: schedulerpb.Call_REVIVE.Enum()}
+	if len(roles) > 0 {
+		call.Revive = &schedulerpb.Call_Revive{Roles: roles}
+	}
+	return c.Call(ctx, call)
+}
+
+// Suppress stops offers for roles (none = all roles) until Revive.
+func (c *Client) Suppress(ctx context.Context, roles ...string) error {
+	call := &schedulerpb.Call{Type: schedulerpb.Call_SUPPRESS.Enum()}
+	if len(roles) > 0 {
+		call.Suppress = &schedulerpb.Call_Suppress{Roles: roles}
+	}
+	return c.Call(ctx, call)
+}
+
+// Teardown removes the framework: the master kills its tasks and closes
+// the stream. The event channel then closes with ErrTornDown.
+func (c *Client) Teardown(ctx context.Context) error {
+	return c.Call(ctx, &schedulerpb.Call{Type: schedulerpb.Call_TEARDOWN.Enum()})
+}

@@ -1,0 +1,132 @@
+package scheduler
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"mezzo/api/codec"
+	"mezzo/api/mesos"
+	"mezzo/internal/clock"
+)
+
+// Defaults, as Mesos and mesos-go use them.
+const (
+	// DefaultHeartbeatInterval is used until SUBSCRIBED says otherwise
+	// (Mesos: 15 s).
+	DefaultHeartbeatInterval = 15 * time.Second
+	// MissedHeartbeats is how many heartbeat intervals of silence make a
+	// stream dead (the scheduler HTTP API docs suggest about 5).
+	MissedHeartbeats = 5
+	// DefaultMinBackoff and DefaultMaxBackoff bound the delay between
+	// re-subscription attempts (mesos-go: 0.5 s to 13 s for redirects).
+	DefaultMinBackoff = 500 * time.Millisecond
+	DefaultMaxBackoff = 15 * time.Second
+	// DefaultMaxRedirects is how many 307s one attempt follows (mesos-go: 9).
+	DefaultMaxRedirects = 9
+	// DefaultInitialRounds is how many times Subscribe tries the whole
+	// master list before giving up on the first subscription.
+	DefaultInitialRounds = 3
+)
+
+// Path is the scheduler API endpoint on a master.
+const Path = "/api/v1/scheduler"
+
+// Config configures a Client. Only Masters and Framework are required.
+type Config struct {
+	// Masters are the masters' addresses, "host:port" (or a URL base like
+	// "https://host:port"). Any master will do: non-leaders redirect.
+	Masters []string
+	// Codec is the media type of calls and events (default Protobuf).
+	Codec codec.MediaType
+	// HTTPClient sends requests (default: a client without an overall
+	// timeout, which would cut the event stream). Its redirect policy is
+	// replaced: the client follows redirects itself to track the leader.
+	HTTPClient *http.Client
+	// Framework is sent in SUBSCRIBE. Its id, if set, re-subscribes an
+	// existing framework; otherwise the master assigns one, which the
+	// client then uses for every later call and re-subscription.
+	Framework *mesos.FrameworkInfo
+	// SuppressedRoles are sent in SUBSCRIBE (roles for which the
+	// framework wants no offers yet).
+	SuppressedRoles []string
+	// Clock drives heartbeat deadlines and backoff (default clock.Real).
+	Clock clock.Clock
+	// MinBackoff and MaxBackoff bound the re-subscription backoff.
+	MinBackoff, MaxBackoff time.Duration
+	// MaxRedirects bounds the 307s followed by one attempt.
+	MaxRedirects int
+	// InitialRounds is how many passes over Masters Subscribe makes before
+	// it reports failure; later re-subscriptions retry until ctx ends.
+	InitialRounds int
+	// Logf, if set, receives connection-level diagnostics.
+	Logf func(format string, args ...any)
+}
+
+// validate fills defaults and returns the normalized config.
+func (c Config) validate() (Config, error) {
+	if len(c.Masters) == 0 {
+		return c, errors.New("scheduler: no master address given")
+	}
+	if c.Framework == nil {
+		return c, errors.New("scheduler: Config.Framework is required")
+	}
+	c.Framework = proto.Clone(c.Framework).(*mesos.FrameworkInfo)
+	bases := make([]string, 0, len(c.Masters))
+	for _, m := range c.Masters {
+		m = strings.TrimSpace(m)
+		if m == "" {
+			continue
+		}
+		bases = append(bases, baseURL(m))
+	}
+	if len(bases) == 0 {
+		return c, errors.New("scheduler: no master address given")
+	}
+	c.Masters = bases
+	if c.Codec == "" {
+		c.Codec = codec.Protobuf
+	}
+	if c.Codec != codec.Protobuf && c.Codec != codec.JSON {
+		return c, errors.New("scheduler: unsupported codec " + string(c.Codec))
+	}
+	if c.HTTPClient == nil {
+		c.HTTPClient = &http.Client{}
+	}
+	if c.Clock == nil {
+		c.Clock = clock.Real
+	}
+	if c.MinBackoff <= 0 {
+		c.MinBackoff = DefaultMinBackoff
+	}
+	if c.MaxBackoff < c.MinBackoff {
+		c.MaxBackoff = max(DefaultMaxBackoff, c.MinBackoff)
+	}
+	if c.MaxRedirects <= 0 {
+		c.MaxRedirects = DefaultMaxRedirects
+	}
+	if c.InitialRounds <= 0 {
+		c.InitialRounds = DefaultInitialRounds
+	}
+	if c.Logf == nil {
+		c.Logf = func(string, ...any) {}
+	}
+	return c, nil
+}
+
+// baseURL turns "host:port" or "scheme://host:port[/...]" into
+// "scheme://host:port".
+func baseURL(addr string) string {
+	scheme := "http"
+	if i := strings.Index(addr, "://"); i >= 0 {
+		scheme, addr = addr[:i], addr[i+3:]
+	}
+	addr = strings.TrimPrefix(addr, "//")
+	if i := strings.IndexByte(addr, '/'); i >= 0 {
+		addr = addr[:i]
+	}
+	return scheme + "://" + addr
+}
