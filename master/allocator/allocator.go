@@ -101,6 +101,19 @@ type Options struct {
 	// (revocable resources whose estimate shrank). May be nil.
 	Rescind func(frameworkID, agentID string, r resources.Resources)
 
+	// Revoke, if set, turns on the revocation policy (paper §3.3.3, off by
+	// default): when a framework in a role below its quota guarantee wants
+	// offers and nothing is free, the allocator asks the master to kill
+	// tasks of frameworks in roles above their fair share and guarantee,
+	// using r on the agent. May be nil.
+	Revoke func(frameworkID, agentID string, r resources.Resources)
+	// OfferIdleReservations adds reserved-but-unallocated resources to the
+	// revocable stage (oversubscription for reservations, Option 1):
+	// they are offered as revocable, unreserved resources to frameworks
+	// with the REVOCABLE_RESOURCES capability and rescinded when their
+	// owner's role is allocated them.
+	OfferIdleReservations bool
+
 	// Interval between periodic allocation runs (Mesos --allocation_interval, default 1s).
 	Interval time.Duration
 	// MinAllocatable: an agent's free resources are offered only if they

@@ -1,0 +1,126 @@
+package allocator
+
+import (
+	"sort"
+
+	"mezzo/resources"
+)
+
+// allocation is what one framework holds in one role on one agent.
+type allocation struct {
+	fw   string
+	role string
+	res  resources.Resources
+	q    qv // scalar quantities of res (nil: unknown, compute)
+	uq   qv // of its unreserved part
+}
+
+// allocSet is an agent's allocations. Agents hold few, so a slice with
+// linear search beats maps here, and truncating it on recovery keeps its
+// storage for the next run (no garbage in the hot loop).
+type allocSet []allocation
+
+func (s allocSet) find(fw, role string) int {
+	for i := range s {
+		if s[i].fw == fw && s[i].role == role {
+			return i
+		}
+	}
+	return -1
+}
+
+func (s allocSet) get(fw, role string) resources.Resources {
+	if i := s.find(fw, role); i >= 0 {
+		return s[i].res
+	}
+	return resources.Resources{}
+}
+
+func (s allocSet) has(fw string) bool {
+	for i := range s {
+		if s[i].fw == fw {
+			return true
+		}
+	}
+	return false
+}
+
+// add adds res (quantities q, unreserved uq; nil if unknown) to fw's
+// allocation in role; it reports whether that made a new entry.
+func (s *allocSet) add(fw, role string, res resources.Resources, q, uq qv) bool {
+	if i := s.find(fw, role); i >= 0 {
+		e := &(*s)[i]
+		e.res = e.res.Add(res)
+		if e.q != nil && q != nil {
+			e.q = e.q.add(q)
+			e.uq = e.uq.add(uq)
+		} else {
+			e.q, e.uq = nil, nil
+		}
+		return false
+	}
+	*s = append(*s, allocation{fw: fw, role: role, res: res, q: q.clone(), uq: uq.clone()})
+	return true
+}
+
+// sub removes res from fw's allocation in role; all says res is all of
+// it. It reports whether the entry is gone.
+func (s *allocSet) sub(fw, role string, res resources.Resources, all bool) bool {
+	i := s.find(fw, role)
+	if i < 0 {
+		return false
+	}
+	if !all {
+		left := (*s)[i].res.Subtract(res)
+		if !left.IsEmpty() {
+			(*s)[i].res = left
+			(*s)[i].q, (*s)[i].uq = nil, nil
+			return false
+		}
+	}
+	last := len(*s) - 1
+	(*s)[i] = (*s)[last]
+	(*s)[last] = allocation{}
+	*s = (*s)[:last]
+	return true
+}
+
+// byRole returns fw's allocations by role.
+func (s allocSet) byRole(fw string) map[string]resources.Resources {
+	var out map[string]resources.Resources
+	for i := range s {
+		if s[i].fw == fw {
+			if out == nil {
+				out = map[string]resources.Resources{}
+			}
+			out[s[i].role] = s[i].res
+		}
+	}
+	return out
+}
+
+// frameworks lists the frameworks holding allocations, sorted.
+func (s allocSet) frameworks() []string {
+	seen := map[string]bool{}
+	var out []string
+	for i := range s {
+		if !seen[s[i].fw] {
+			seen[s[i].fw] = true
+			out = append(out, s[i].fw)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// sorted returns a copy ordered by framework then role.
+func (s allocSet) sorted() allocSet {
+	out := append(allocSet(nil), s...)
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].fw != out[j].fw {
+			return out[i].fw < out[j].fw
+		}
+		return out[i].role < out[j].role
+	})
+	return out
+}

@@ -1,0 +1,487 @@
+package allocator
+
+import (
+	"time"
+
+	"mezzo/api/mesos"
+	"mezzo/resources"
+)
+
+// The event handlers below apply one notification to the core. Each
+// returns whether the change may free resources (and so should trigger an
+// allocation run soon). Unknown IDs are ignored: notifications can race
+// with removals in the master.
+
+func (c *core) frameworkFor(id string) *framework {
+	if f := c.frameworks[id]; f != nil {
+		return f
+	}
+	f := &framework{
+		id:         id,
+		roleSet:    map[string]bool{},
+		suppressed: map[string]bool{},
+		nodes:      map[string]*drfNode{},
+		revNodes:   map[string]*drfNode{},
+	}
+	c.frameworks[id] = f
+	return f
+}
+
+func (c *core) addFramework(id string, info *mesos.FrameworkInfo, used map[string]resources.Resources, active bool, suppressed []string) bool {
+	f := c.frameworkFor(id)
+	f.known = true
+	f.active = active
+	c.setFrameworkInfo(f, info, suppressed)
+	for aid, res := range used {
+		a := c.agents[aid]
+		if a == nil || a.alloc.has(id) || a.revAlloc.has(id) {
+			// Unknown agent, or the agent already reported this
+			// framework's usage when it was added.
+			continue
+		}
+		c.trackUsed(a, f, res)
+	}
+	return active
+}
+
+// setFrameworkInfo applies a (new) FrameworkInfo: roles, capabilities and
+// suppressed roles.
+func (c *core) setFrameworkInfo(f *framework, info *mesos.FrameworkInfo, suppressed []string) {
+	f.info = info
+	f.revocable = hasCapability(info, mesos.FrameworkInfo_Capability_REVOCABLE_RESOURCES)
+	f.gpu = hasCapability(info, mesos.FrameworkInfo_Capability_GPU_RESOURCES)
+	old := f.roleSet
+	f.roles = frameworkRoles(info)
+	f.roleSet = map[string]bool{}
+	for _, rn := range f.roles {
+		f.roleSet[rn] = true
+		r := c.roleFor(rn)
+		if !old[rn] {
+			r.nsub++
+		}
+		c.fwNode(f, r)
+		if f.revocable {
+			c.fwRevNode(f, r)
+		}
+	}
+	for rn := range old {
+		if !f.roleSet[rn] {
+			if r := c.roles[rn]; r != nil {
+				r.nsub--
+				c.maybeDropFwNode(f, r)
+			}
+		}
+	}
+	f.suppressed = map[string]bool{}
+	for _, rn := range suppressed {
+		f.suppressed[rn] = true
+	}
+	refreshOfferable(f)
+}
+
+// clearFilters drops f's filters for role rn (all roles if rn is "").
+func clearFilters(f *framework, rn string) {
+	for r, n := range f.nodes {
+		if rn == "" || r == rn {
+			n.filters = nil
+		}
+	}
+	for r, n := range f.revNodes {
+		if rn == "" || r == rn {
+			n.filters = nil
+		}
+	}
+}
+
+// trackUsed records resources a framework already uses on an agent.
+func (c *core) trackUsed(a *agent, f *framework, res resources.Resources) {
+	nonRev := res.NonRevocable()
+	for rn, part := range c.splitUsed(f, nonRev) {
+		part = intersect(a.free, part) // never more than exists
+		if part.IsEmpty() {
+			continue
+		}
+		q := c.names.vecOf(part)
+		uq := q
+		if a.reserved {
+			uq = c.names.vecOf(part.Unreserved())
+		}
+		c.track(a, f, rn, nil, part, q, uq, false)
+	}
+	rev := res.Revocable()
+	for rn, part := range c.splitUsed(f, rev) {
+		if part.IsEmpty() {
+			continue
+		}
+		c.trackRevocable(a, f, rn, part, c.names.vecOf(part))
+	}
+}
+
+// splitUsed attributes used resources to roles: the allocation info's role,
+// else the framework's first role, else the reservation role, else "*".
+func (c *core) splitUsed(f *framework, res resources.Resources) map[string]resources.Resources {
+	out := map[string]resources.Resources{}
+	if res.IsEmpty() {
+		return out
+	}
+	fallback := "*"
+	if len(f.roles) > 0 {
+		fallback = f.roles[0]
+	}
+	var roles []string
+	seen := map[string]bool{}
+	res.Filter(func(r *mesos.Resource) bool {
+		rn := allocationRole(r)
+		if rn == "" {
+			rn = fallback
+		}
+		if !seen[rn] {
+			seen[rn] = true
+			roles = append(roles, rn)
+		}
+		return false
+	})
+	for _, rn := range roles {
+		rn := rn
+		out[rn] = res.Filter(func(r *mesos.Resource) bool {
+			x := allocationRole(r)
+			return x == rn || (x == "" && rn == fallback)
+		}).WithoutAllocationInfo()
+	}
+	return out
+}
+
+func (c *core) removeFramework(id string) bool {
+	f := c.frameworks[id]
+	if f == nil {
+		return false
+	}
+	freed := f.nalloc > 0
+	for _, a := range c.agentList {
+		if f.nalloc == 0 {
+			break
+		}
+		for rn, res := range a.alloc.byRole(id) {
+			c.untrack(a, f, rn, res)
+		}
+		for rn, res := range a.revAlloc.byRole(id) {
+			c.untrackRevocable(a, f, rn, res)
+		}
+		delete(a.rescinding, id)
+		c.forgetRevoking(a, id)
+	}
+	f.known = false
+	refreshOfferable(f)
+	for _, rn := range f.roles {
+		if r := c.roles[rn]; r != nil {
+			r.nsub--
+		}
+	}
+	f.roleSet = map[string]bool{}
+	for rn := range f.nodes {
+		if r := c.roles[rn]; r != nil {
+			c.maybeDropFwNode(f, r)
+		}
+	}
+	for rn := range f.revNodes {
+		if r := c.roles[rn]; r != nil {
+			c.maybeDropFwNode(f, r)
+		}
+	}
+	delete(c.frameworks, id)
+	return freed
+}
+
+func (c *core) activateFramework(id string) bool {
+	f := c.frameworks[id]
+	if f == nil || !f.known {
+		return false
+	}
+	f.active = true
+	refreshOfferable(f)
+	return true
+}
+
+// deactivateFramework stops offers to the framework; as in Mesos its
+// filters are dropped (a re-activated framework starts afresh).
+func (c *core) deactivateFramework(id string) bool {
+	f := c.frameworks[id]
+	if f == nil {
+		return false
+	}
+	f.active = false
+	refreshOfferable(f)
+	clearFilters(f, "")
+	return false
+}
+
+func (c *core) updateFramework(id string, info *mesos.FrameworkInfo, suppressed []string) bool {
+	f := c.frameworks[id]
+	if f == nil || !f.known {
+		return false
+	}
+	c.setFrameworkInfo(f, info, suppressed)
+	return true
+}
+
+func (c *core) addAgent(id string, info *mesos.AgentInfo, total resources.Resources, used map[string]resources.Resources) bool {
+	if old := c.agents[id]; old != nil {
+		c.removeAgent(id)
+	}
+	a := &agent{
+		id:         id,
+		info:       info,
+		active:     true,
+		rescinding: map[string]resources.Resources{},
+		revoking:   map[string]qv{},
+	}
+	c.setTotal(a, total.NonRevocable())
+	a.free = a.total
+	a.freeQ = a.totalQ.clone()
+	a.freeUnresQ = c.unreservedQ(a, a.total)
+	c.agentSeq++
+	a.seq = c.agentSeq
+	a.candIdx = -1
+	c.agents[id] = a
+	c.agentList = append(c.agentList, a)
+	c.refreshCand(a)
+	for fid, res := range used {
+		if res.IsEmpty() {
+			continue
+		}
+		c.trackUsed(a, c.frameworkFor(fid), res)
+	}
+	return true
+}
+
+func (c *core) setTotal(a *agent, total resources.Resources) {
+	c.totalQ = c.totalQ.sub(a.totalQ)
+	a.total = total
+	a.totalQ = c.names.vecOf(total)
+	a.reserved = !total.Unreserved().Equal(total)
+	a.gpu = a.totalQ.at(c.names.index("gpus")) > 0
+	c.totalQ = c.totalQ.add(a.totalQ)
+	c.totalDirty = true
+}
+
+func (c *core) unreservedQ(a *agent, r resources.Resources) qv {
+	if !a.reserved {
+		return c.names.vecOf(r)
+	}
+	return c.names.vecOf(r.Unreserved())
+}
+
+func (c *core) removeAgent(id string) bool {
+	a := c.agents[id]
+	if a == nil {
+		return false
+	}
+	for _, x := range a.alloc.sorted() {
+		c.untrack(a, c.frameworks[x.fw], x.role, x.res)
+	}
+	for _, x := range a.revAlloc.sorted() {
+		c.untrackRevocable(a, c.frameworks[x.fw], x.role, x.res)
+	}
+	for _, f := range c.frameworks {
+		for _, n := range f.nodes {
+			delete(n.filters, a)
+		}
+		for _, n := range f.revNodes {
+			delete(n.filters, a)
+		}
+		if !f.known && f.nalloc == 0 {
+			delete(c.frameworks, f.id)
+		}
+	}
+	c.totalQ = c.totalQ.sub(a.totalQ)
+	c.totalDirty = true
+	delete(c.agents, id)
+	a.removed = true
+	c.refreshCand(a)
+	for i, x := range c.agentList {
+		if x == a {
+			c.agentList = append(c.agentList[:i], c.agentList[i+1:]...)
+			break
+		}
+	}
+	return false
+}
+
+// updateAgent replaces the agent's total. The free pool becomes the new
+// total minus what is allocated (never negative).
+func (c *core) updateAgent(id string, info *mesos.AgentInfo, total resources.Resources) bool {
+	a := c.agents[id]
+	if a == nil {
+		return false
+	}
+	if info != nil {
+		a.info = info
+	}
+	c.setTotal(a, total.NonRevocable())
+	free := a.total
+	for _, x := range a.alloc {
+		free = free.Subtract(x.res)
+	}
+	a.free = free
+	a.freeQ = c.names.vecOf(free)
+	a.freeUnresQ = c.unreservedQ(a, free)
+	c.refreshCand(a)
+	return true
+}
+
+func (c *core) updateOversubscribed(id string, oversub resources.Resources) bool {
+	a := c.agents[id]
+	if a == nil {
+		return false
+	}
+	a.oversub = oversub.Revocable()
+	c.refreshCand(a)
+	return true
+}
+
+func (c *core) activateAgent(id string) bool {
+	a := c.agents[id]
+	if a == nil {
+		return false
+	}
+	a.active = true
+	return true
+}
+
+func (c *core) deactivateAgent(id string) bool {
+	if a := c.agents[id]; a != nil {
+		a.active = false
+	}
+	return false
+}
+
+// maxFilter caps refuse_seconds, as Mesos does (a year).
+const maxFilter = 365 * 24 * time.Hour
+
+func (c *core) recoverResources(fid, aid string, res resources.Resources, filters *mesos.Filters, now time.Time) bool {
+	f := c.frameworks[fid]
+	a := c.agents[aid]
+	if f == nil || a == nil || res.IsEmpty() {
+		return false
+	}
+	got := c.recoverFrom(a, f, res.NonRevocable(), false)
+	gotRev := c.recoverFrom(a, f, res.Revocable(), true)
+	if filters == nil || !f.known {
+		return len(got)+len(gotRev) > 0
+	}
+	secs := filters.GetRefuseSeconds()
+	if !(secs > 0) { // also NaN
+		return len(got)+len(gotRev) > 0
+	}
+	d := maxFilter
+	if secs < maxFilter.Seconds() {
+		d = time.Duration(secs * float64(time.Second))
+	}
+	// A filter shorter than the allocation interval would expire before the
+	// next periodic run and be useless; Mesos stretches it likewise.
+	if d < c.interval {
+		d = c.interval
+	}
+	for rn, part := range got {
+		if r := c.roles[rn]; r != nil && f.roleSet[rn] {
+			addFilter(c.fwNode(f, r), a, c.names.vecOf(part), now.Add(d))
+		}
+	}
+	for rn, part := range gotRev {
+		if r := c.roles[rn]; r != nil && f.roleSet[rn] {
+			addFilter(c.fwRevNode(f, r), a, c.names.vecOf(part), now.Add(d))
+		}
+	}
+	return len(got)+len(gotRev) > 0
+}
+
+func addFilter(n *drfNode, a *agent, refused qv, until time.Time) {
+	if n.filters == nil {
+		n.filters = map[*agent]offerFilter{}
+	}
+	n.filters[a] = offerFilter{until: until, refused: refused}
+}
+
+// filtered reports whether the framework of sorter node n refused at
+// least q on a and the filter is still in force; expired filters are
+// dropped here.
+func filtered(n *drfNode, a *agent, q qv, now time.Time) bool {
+	if len(n.filters) == 0 {
+		return false
+	}
+	fl, ok := n.filters[a]
+	if !ok {
+		return false
+	}
+	if !now.Before(fl.until) {
+		delete(n.filters, a)
+		return false
+	}
+	return q.leq(fl.refused)
+}
+
+func rolesOrAll(f *framework, roles []string) []string {
+	if len(roles) == 0 {
+		return f.roles
+	}
+	return roles
+}
+
+func (c *core) suppressOffers(fid string, roles []string) bool {
+	f := c.frameworks[fid]
+	if f == nil {
+		return false
+	}
+	for _, rn := range rolesOrAll(f, roles) {
+		f.suppressed[rn] = true
+	}
+	refreshOfferable(f)
+	return false
+}
+
+// reviveOffers unsuppresses the roles and drops their filters.
+func (c *core) reviveOffers(fid string, roles []string) bool {
+	f := c.frameworks[fid]
+	if f == nil {
+		return false
+	}
+	for _, rn := range rolesOrAll(f, roles) {
+		delete(f.suppressed, rn)
+		clearFilters(f, rn)
+	}
+	refreshOfferable(f)
+	return true
+}
+
+func (c *core) updateWeights(w map[string]float64) bool {
+	for rn, x := range w {
+		if x > 0 {
+			c.weights[rn] = x
+		} else {
+			delete(c.weights, rn)
+		}
+	}
+	for path, n := range c.tree {
+		if path != "" {
+			n.setWeight(c.weight(path), c.totalQ)
+		}
+	}
+	for rn, r := range c.roles {
+		r.leaf.setWeight(c.weight(rn), c.totalQ)
+		r.revLeaf.setWeight(c.weight(rn), c.revTotalQ)
+	}
+	return true
+}
+
+func (c *core) updateQuota(rn string, q Quota) bool {
+	if len(q.Guarantees) == 0 && len(q.Limits) == 0 {
+		delete(c.quotas, rn)
+		if r := c.roles[rn]; r != nil {
+			c.maybeDropRole(r)
+		}
+		return true
+	}
+	c.quotas[rn] = q
+	c.roleFor(rn)
+	return true
+}

@@ -1,0 +1,158 @@
+package allocator
+
+import (
+	"fmt"
+	"sort"
+	"time"
+)
+
+// Reason says why a framework gets no offers for a role.
+type Reason string
+
+// Reasons, most specific first. ReasonEligible means some agent could be
+// offered to the framework now: it is waiting for its DRF turn (or will be
+// offered at the next run).
+const (
+	ReasonUnknownFramework    Reason = "UNKNOWN_FRAMEWORK"
+	ReasonInactive            Reason = "FRAMEWORK_INACTIVE"
+	ReasonSuppressed          Reason = "SUPPRESSED"
+	ReasonNoAgents            Reason = "NO_ACTIVE_AGENTS"
+	ReasonNothingFree         Reason = "NOTHING_FREE_IN_ROLE"
+	ReasonOverQuotaLimit      Reason = "OVER_QUOTA_LIMIT"
+	ReasonBelowMinAllocatable Reason = "BELOW_MIN_ALLOCATABLE"
+	ReasonGPUAgentsOnly       Reason = "GPU_AGENTS_ONLY"
+	ReasonFiltered            Reason = "FILTERED"
+	ReasonEligible            Reason = "ELIGIBLE"
+)
+
+// AgentCounts classifies the active agents for one framework and role by
+// the first reason each cannot be offered to it.
+type AgentCounts struct {
+	Eligible            int `json:"eligible"`
+	NothingFree         int `json:"nothing_free"`
+	OverQuotaLimit      int `json:"over_quota_limit"`
+	BelowMinAllocatable int `json:"below_min_allocatable"`
+	GPUAgent            int `json:"gpu_agent"`
+	Filtered            int `json:"filtered"`
+}
+
+// RoleExplanation is the answer for one of the framework's roles.
+type RoleExplanation struct {
+	Role    string      `json:"role"`
+	Reason  Reason      `json:"reason"`
+	Message string      `json:"message"`
+	Agents  AgentCounts `json:"agents"`
+}
+
+// Explanation says, per role, why a framework is or is not being offered
+// resources.
+type Explanation struct {
+	FrameworkID string            `json:"framework_id"`
+	Active      bool              `json:"active"`
+	LastOffer   time.Time         `json:"last_offer,omitempty"`
+	Roles       []RoleExplanation `json:"roles"`
+}
+
+// Introspector is implemented by this package's allocators: the master
+// type-asserts its Allocator to it to serve explanations and metrics.
+type Introspector interface {
+	// Explain says why the framework does or does not get offers.
+	Explain(frameworkID string) Explanation
+	// Metrics returns the allocator metrics under Mesos's key names
+	// (allocator/mesos/...).
+	Metrics() map[string]float64
+}
+
+func (c *core) explain(fid string, now time.Time) Explanation {
+	f := c.frameworks[fid]
+	ex := Explanation{FrameworkID: fid}
+	if f == nil || !f.known {
+		ex.Roles = append(ex.Roles, RoleExplanation{Reason: ReasonUnknownFramework, Message: "the allocator does not know this framework"})
+		return ex
+	}
+	ex.Active = f.active
+	ex.LastOffer = f.lastOffer
+	var qr *quotaRun
+	if len(c.quotas) > 0 {
+		qr = c.newQuotaRun(nil)
+	}
+	for _, rn := range f.roles {
+		re := RoleExplanation{Role: rn}
+		switch {
+		case !f.active:
+			re.Reason, re.Message = ReasonInactive, "the framework is not connected (inactive)"
+		case f.suppressed[rn]:
+			re.Reason, re.Message = ReasonSuppressed, "the framework suppressed offers for this role; REVIVE to resume"
+		default:
+			c.explainRole(f, rn, qr, now, &re)
+		}
+		ex.Roles = append(ex.Roles, re)
+	}
+	return ex
+}
+
+func (c *core) explainRole(f *framework, rn string, qr *quotaRun, now time.Time, re *RoleExplanation) {
+	cnt := &re.Agents
+	active := 0
+	for _, a := range c.agentList {
+		if !a.active {
+			continue
+		}
+		active++
+		res, q, uq, whole := c.allocatable(a, rn, nil)
+		if !q.positive() {
+			cnt.NothingFree++
+			continue
+		}
+		if qr != nil {
+			if room := qr.limitRoom(rn); room != nil {
+				_, q, _, _ = c.chop(res, q, uq, room, whole)
+				if !q.positive() {
+					cnt.OverQuotaLimit++
+					continue
+				}
+			}
+		}
+		if !c.minAllocatableOK(q) {
+			cnt.BelowMinAllocatable++
+			continue
+		}
+		if a.gpu && !f.gpu {
+			cnt.GPUAgent++
+			continue
+		}
+		if n := f.nodes[rn]; n != nil && filtered(n, a, q, now) {
+			cnt.Filtered++
+			continue
+		}
+		cnt.Eligible++
+	}
+	type cand struct {
+		r     Reason
+		count int
+		msg   string
+	}
+	cands := []cand{
+		{ReasonFiltered, cnt.Filtered, "the framework declined these resources with a filter (refuse_seconds) that has not expired; REVIVE clears it"},
+		{ReasonOverQuotaLimit, cnt.OverQuotaLimit, "the role has reached its quota limit"},
+		{ReasonBelowMinAllocatable, cnt.BelowMinAllocatable, "what is free is less than the minimum allocatable resources"},
+		{ReasonGPUAgentsOnly, cnt.GPUAgent, "only agents with GPUs have free resources and the framework lacks the GPU_RESOURCES capability"},
+	}
+	switch {
+	case active == 0:
+		re.Reason, re.Message = ReasonNoAgents, "no active agents"
+		return
+	case cnt.Eligible > 0:
+		re.Reason = ReasonEligible
+		re.Message = fmt.Sprintf("%d agent(s) can be offered to this framework; it is offered them when its role and it come first in fair-share order", cnt.Eligible)
+		return
+	}
+	// Agents with nothing free explain nothing if others have something
+	// free that is kept from the framework for a reason.
+	sort.SliceStable(cands, func(i, j int) bool { return cands[i].count > cands[j].count })
+	if cands[0].count == 0 {
+		cands[0] = cand{ReasonNothingFree, cnt.NothingFree, "nothing is free for this role: everything is offered or allocated"}
+	}
+	re.Reason = cands[0].r
+	re.Message = fmt.Sprintf("%s (%d of %d active agents)", cands[0].msg, cands[0].count, active)
+}

@@ -1,0 +1,334 @@
+package allocator
+
+import (
+	"math"
+
+	"mezzo/api/mesos"
+	"sort"
+	"strings"
+)
+
+// quotaRun holds the quota bookkeeping of one allocation run.
+//
+// Consumption of a role's quota is what its subtree is allocated plus its
+// unallocated reservations (Mesos 1.9+ semantics). Guarantees are served
+// first (quotaStage); the fair stage then keeps enough unreserved
+// resources free across the cluster ("headroom") for the guarantees still
+// unsatisfied, and never lets a role's consumption pass its limit.
+type quotaRun struct {
+	c        *core
+	guar     map[string]qv // by quota role
+	limit    map[string]qv // cap vectors (MaxInt64 = unlimited)
+	resvIdle map[string]qv // unallocated reservations by reservation role
+	top      map[string]string
+	deficit  map[string]qv // for top-level quota roles
+	avail    qv            // unreserved free on active agents
+	required qv            // sum of top-level deficits
+	sorter   *drfNode      // roles with unsatisfied guarantees, DRF order
+	nodes    map[string]*drfNode
+}
+
+func (c *core) newQuotaRun(agents []*agent) *quotaRun {
+	qr := &quotaRun{
+		c:        c,
+		guar:     map[string]qv{},
+		limit:    map[string]qv{},
+		resvIdle: map[string]qv{},
+		top:      map[string]string{},
+		deficit:  map[string]qv{},
+		sorter:   &drfNode{weight: 1},
+		nodes:    map[string]*drfNode{},
+	}
+	for rn, q := range c.quotas {
+		if len(q.Guarantees) > 0 {
+			qr.guar[rn] = c.names.vecOfMap(q.Guarantees)
+		}
+		if len(q.Limits) > 0 {
+			l := c.infCap()
+			for name, x := range q.Limits {
+				i := c.names.index(name)
+				l = l.grow(i + 1)
+				l[i] = toMilli(x)
+			}
+			qr.limit[rn] = l
+		}
+	}
+	for _, a := range agents {
+		if a.active {
+			qr.avail = qr.avail.add(a.freeUnresQ)
+		}
+		if !a.reserved {
+			continue
+		}
+		for _, p := range a.free.Proto() {
+			if !isReserved(p) || p.GetScalar() == nil {
+				continue
+			}
+			rr := reservationRole(p)
+			i := c.names.index(p.GetName())
+			v := qr.resvIdle[rr].grow(i + 1)
+			v[i] += toMilli(p.GetScalar().GetValue())
+			qr.resvIdle[rr] = v
+		}
+	}
+	names := make([]string, 0, len(qr.guar))
+	for rn := range qr.guar {
+		names = append(names, rn)
+	}
+	sort.Strings(names)
+	for _, rn := range names {
+		if t := qr.topQuota(rn); t == rn {
+			d := qr.computeDeficit(rn)
+			qr.deficit[rn] = d
+			qr.required = qr.required.add(d)
+		}
+		if qr.computeDeficit(rn).positive() {
+			cons := qr.consumption(rn)
+			n := &drfNode{name: rn, weight: c.weight(rn), alloc: cons, share: dominant(cons, c.totalQ) / c.weight(rn)}
+			qr.sorter.insertKid(n)
+			qr.nodes[rn] = n
+		}
+	}
+	return qr
+}
+
+// reservationRole is the role a (post-refinement) resource is reserved to.
+func reservationRole(p *mesos.Resource) string {
+	if rs := p.GetReservations(); len(rs) > 0 {
+		return rs[len(rs)-1].GetRole()
+	}
+	return p.GetRole()
+}
+
+// ancestorsOrSelf lists rn, its parent, ... up to the top-level role.
+func ancestorsOrSelf(rn string) []string {
+	out := []string{rn}
+	for {
+		i := strings.LastIndexByte(rn, '/')
+		if i < 0 {
+			return out
+		}
+		rn = rn[:i]
+		out = append(out, rn)
+	}
+}
+
+// topQuota is the outermost role with a guarantee among rn and its
+// ancestors ("" if none): headroom counts each subtree once.
+func (qr *quotaRun) topQuota(rn string) string {
+	if t, ok := qr.top[rn]; ok {
+		return t
+	}
+	t := ""
+	for _, x := range ancestorsOrSelf(rn) {
+		if _, ok := qr.guar[x]; ok {
+			t = x
+		}
+	}
+	qr.top[rn] = t
+	return t
+}
+
+func (qr *quotaRun) consumption(rn string) qv {
+	var v qv
+	if n := qr.c.tree[rn]; n != nil {
+		v = n.alloc.clone()
+	}
+	for rr, q := range qr.resvIdle {
+		if rr == rn || strings.HasPrefix(rr, rn+"/") {
+			v = v.add(q)
+		}
+	}
+	return v
+}
+
+func (qr *quotaRun) computeDeficit(rn string) qv {
+	g := qr.guar[rn]
+	if g == nil {
+		return nil
+	}
+	return g.clone().sub(qr.consumption(rn)).clampZero()
+}
+
+// allocated updates the bookkeeping after role rn was allocated (uq is
+// the unreserved part; reserved parts were already counted as consumed).
+func (qr *quotaRun) allocated(rn string, uq qv) {
+	qr.avail = qr.avail.sub(uq)
+	if t := qr.topQuota(rn); t != "" {
+		before := qr.deficit[t]
+		after := qr.computeDeficit(t)
+		qr.required = qr.required.sub(before).add(after)
+		qr.deficit[t] = after
+	}
+	for _, x := range ancestorsOrSelf(rn) {
+		n := qr.nodes[x]
+		if n == nil {
+			continue
+		}
+		if !qr.computeDeficit(x).positive() {
+			qr.sorter.removeKid(n)
+			delete(qr.nodes, x)
+			continue
+		}
+		n.change(uq, +1, qr.c.totalQ)
+	}
+}
+
+// limitRoom is how much more unreserved resource role rn may consume
+// under its own and its ancestors' limits (nil: no limit applies).
+func (qr *quotaRun) limitRoom(rn string) qv {
+	var room qv
+	for _, x := range ancestorsOrSelf(rn) {
+		l := qr.limit[x]
+		if l == nil {
+			continue
+		}
+		r := l.clone()
+		cons := qr.consumption(x)
+		for i := range r {
+			if r[i] != math.MaxInt64 {
+				r[i] -= cons.at(i)
+				if r[i] < 0 {
+					r[i] = 0
+				}
+			}
+		}
+		if room == nil {
+			room = r
+		} else {
+			room = room.min(r)
+		}
+	}
+	return room
+}
+
+// surplus is the unreserved free quantity beyond what unsatisfied
+// guarantees need, for names some guarantee still needs (others unlimited).
+func (qr *quotaRun) surplus() qv {
+	if !qr.required.positive() {
+		return nil
+	}
+	s := qr.c.infCap()
+	for i, need := range qr.required {
+		if need > 0 {
+			s = s.grow(i + 1)
+			s[i] = qr.avail.at(i) - need
+			if s[i] < 0 {
+				s[i] = 0
+			}
+		}
+	}
+	return s
+}
+
+// fairCap bounds what role rn may take in the fair stage: its limit room,
+// and the headroom surplus plus its own share of the headroom.
+func (qr *quotaRun) fairCap(rn string) qv {
+	room := qr.limitRoom(rn)
+	sur := qr.surplus()
+	if sur != nil {
+		if t := qr.topQuota(rn); t != "" {
+			d := qr.deficit[t]
+			for i := range sur {
+				if sur[i] != math.MaxInt64 {
+					sur[i] += d.at(i)
+				}
+			}
+		}
+	}
+	switch {
+	case room == nil:
+		return sur
+	case sur == nil:
+		return room
+	}
+	return capMin(room, sur)
+}
+
+// capMin is the componentwise minimum of two cap vectors (missing
+// components are unlimited).
+func capMin(a, b qv) qv {
+	n := len(a)
+	if len(b) > n {
+		n = len(b)
+	}
+	out := make(qv, n)
+	for i := range out {
+		x, y := int64(math.MaxInt64), int64(math.MaxInt64)
+		if i < len(a) {
+			x = a[i]
+		}
+		if i < len(b) {
+			y = b[i]
+		}
+		out[i] = min(x, y)
+	}
+	return out
+}
+
+// guaranteeCap bounds what role rn takes in the quota stage: its deficit
+// for guaranteed names; for other names, the headroom surplus; and always
+// its limit room.
+func (qr *quotaRun) guaranteeCap(rn string) qv {
+	d := qr.computeDeficit(rn)
+	g := qr.guar[rn]
+	sur := qr.surplus()
+	cp := qr.c.infCap()
+	for i := range cp {
+		switch {
+		case g.at(i) > 0:
+			cp[i] = d.at(i)
+		case sur != nil && i < len(sur):
+			cp[i] = sur[i]
+		}
+	}
+	if room := qr.limitRoom(rn); room != nil {
+		cp = capMin(cp, room)
+	}
+	return cp
+}
+
+// quotaStage offers agents to roles whose guarantees are not yet met,
+// neediest (lowest share) first, up to the guarantee.
+func (rn *run) quotaStage(agents []*agent) {
+	c := rn.c
+	qr := rn.quota
+	var snap []*drfNode
+	for _, a := range agents {
+		if len(qr.sorter.kids) == 0 {
+			return
+		}
+		if !a.active || !a.freeQ.positive() {
+			continue
+		}
+		snap = append(snap[:0], qr.sorter.kids...)
+		for _, qn := range snap {
+			if qn.parent == nil {
+				continue // satisfied meanwhile
+			}
+			r := c.roles[qn.name]
+			if r == nil || r.live == 0 {
+				continue
+			}
+			res, q, uq, whole := c.allocatable(a, r.name, rn.qbuf)
+			rn.qbuf = q
+			if !q.positive() {
+				continue
+			}
+			res, q, uq, whole = c.chop(res, q, uq, qr.guaranteeCap(r.name), whole)
+			if !c.minAllocatableOK(q) {
+				continue
+			}
+			for _, n := range rn.frameworkOrder(r.fws.kids) {
+				if !offerable(n, a) || filtered(n, a, q, rn.now) {
+					continue
+				}
+				rn.give(a, n, r.name, res, q, uq, whole)
+				break
+			}
+			if !a.freeQ.positive() {
+				break
+			}
+		}
+	}
+}

@@ -1,0 +1,145 @@
+package allocator
+
+import (
+	"time"
+
+	"mezzo/api/mesos"
+	"mezzo/resources"
+)
+
+// Sync is an allocator without its goroutine: every notification is
+// applied when called, and allocation runs happen only when Run is called,
+// at the time given, delivering through the Options callbacks before Run
+// returns. Benchmarks (master/allocator/bench) and simulations use it; it
+// is not safe for concurrent use. It implements Allocator (Start, Stop
+// and Allocate do nothing) and Introspector.
+type Sync struct {
+	opts Options
+	c    *core
+}
+
+// NewSync builds a synchronous allocator of a registered policy: one of
+// Default, StrictPriority or Lottery.
+func NewSync(name string, opts Options) (*Sync, error) {
+	order := orderDRF
+	switch name {
+	case Default:
+	case StrictPriority:
+		order = orderPriority
+	case Lottery:
+		order = orderLottery
+	default:
+		_, err := New(name, opts)
+		if err == nil {
+			err = errUnsupportedSync(name)
+		}
+		return nil, err
+	}
+	d, err := newDriver(opts, order)
+	if err != nil {
+		return nil, err
+	}
+	return &Sync{opts: d.opts, c: d.c}, nil
+}
+
+type errUnsupportedSync string
+
+func (e errUnsupportedSync) Error() string {
+	return "allocator " + string(e) + " has no synchronous form"
+}
+
+// Run performs one allocation run at now and returns its duration.
+func (s *Sync) Run(now time.Time) time.Duration {
+	start := time.Now()
+	res := s.c.allocate(now)
+	d := time.Since(start)
+	s.c.metrics.record(float64(d.Nanoseconds()) / 1e6)
+	deliver(s.opts, res)
+	return d
+}
+
+func (s *Sync) now() time.Time { return s.opts.Clock.Now() }
+
+// Start implements Allocator; it does nothing.
+func (s *Sync) Start() {}
+
+// Stop implements Allocator; it does nothing.
+func (s *Sync) Stop() {}
+
+// Allocate implements Allocator; runs happen only through Run.
+func (s *Sync) Allocate() {}
+
+// AddFramework implements Allocator, applying the notification at once.
+func (s *Sync) AddFramework(id string, info *mesos.FrameworkInfo, used map[string]resources.Resources, active bool, suppressed []string) {
+	s.c.addFramework(id, info, used, active, suppressed)
+}
+
+// RemoveFramework implements Allocator, applying the notification at once.
+func (s *Sync) RemoveFramework(id string) { s.c.removeFramework(id) }
+
+// ActivateFramework implements Allocator, applying the notification at once.
+func (s *Sync) ActivateFramework(id string) { s.c.activateFramework(id) }
+
+// DeactivateFramework implements Allocator, applying the notification at once.
+func (s *Sync) DeactivateFramework(id string) { s.c.deactivateFramework(id) }
+
+// UpdateFramework implements Allocator, applying the notification at once.
+func (s *Sync) UpdateFramework(id string, info *mesos.FrameworkInfo, suppressed []string) {
+	s.c.updateFramework(id, info, suppressed)
+}
+
+// AddAgent implements Allocator, applying the notification at once.
+func (s *Sync) AddAgent(id string, info *mesos.AgentInfo, total resources.Resources, used map[string]resources.Resources) {
+	s.c.addAgent(id, info, total, used)
+}
+
+// RemoveAgent implements Allocator, applying the notification at once.
+func (s *Sync) RemoveAgent(id string) { s.c.removeAgent(id) }
+
+// UpdateAgent implements Allocator, applying the notification at once.
+func (s *Sync) UpdateAgent(id string, info *mesos.AgentInfo, total resources.Resources) {
+	s.c.updateAgent(id, info, total)
+}
+
+// UpdateOversubscribed implements Allocator, applying the notification at once.
+func (s *Sync) UpdateOversubscribed(id string, r resources.Resources) {
+	s.c.updateOversubscribed(id, r)
+}
+
+// ActivateAgent implements Allocator, applying the notification at once.
+func (s *Sync) ActivateAgent(id string) { s.c.activateAgent(id) }
+
+// DeactivateAgent implements Allocator, applying the notification at once.
+func (s *Sync) DeactivateAgent(id string) { s.c.deactivateAgent(id) }
+
+// RecoverResources implements Allocator, applying the notification at once.
+func (s *Sync) RecoverResources(frameworkID, agentID string, r resources.Resources, filters *mesos.Filters) {
+	s.c.recoverResources(frameworkID, agentID, r, filters, s.now())
+}
+
+// SuppressOffers implements Allocator, applying the notification at once.
+func (s *Sync) SuppressOffers(frameworkID string, roles []string) {
+	s.c.suppressOffers(frameworkID, roles)
+}
+
+// ReviveOffers implements Allocator, applying the notification at once.
+func (s *Sync) ReviveOffers(frameworkID string, roles []string) {
+	s.c.reviveOffers(frameworkID, roles)
+}
+
+// UpdateWeights implements Allocator, applying the notification at once.
+func (s *Sync) UpdateWeights(w map[string]float64) { s.c.updateWeights(w) }
+
+// UpdateQuota implements Allocator, applying the notification at once.
+func (s *Sync) UpdateQuota(role string, q Quota) { s.c.updateQuota(role, q) }
+
+// Explain implements Introspector.
+func (s *Sync) Explain(frameworkID string) Explanation { return s.c.explain(frameworkID, s.now()) }
+
+// Metrics implements Introspector.
+func (s *Sync) Metrics() map[string]float64 { return s.c.metricsMap(0) }
+
+var (
+	_ Allocator    = (*Sync)(nil)
+	_ Introspector = (*Sync)(nil)
+)
