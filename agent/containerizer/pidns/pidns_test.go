@@ -1,0 +1,174 @@
+package pidns
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"mezzo/agent/containerizer"
+)
+
+const modeEnv = "MEZZO_PIDNSTEST_MODE"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(modeEnv) == "report" {
+		os.Exit(report())
+	}
+	os.Exit(m.Run())
+}
+
+// report prints what the process sees of its pid namespace: its pid, the
+// pids /proc lists, and whether it can signal the test process.
+func report() int {
+	entries, _ := os.ReadDir("/proc")
+	var pids []string
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err == nil {
+			pids = append(pids, e.Name())
+		}
+	}
+	host, _ := strconv.Atoi(os.Getenv("MEZZO_PIDNSTEST_HOSTPID"))
+	err := syscall.Kill(host, 0)
+	fmt.Printf("pid=%d\nproc=%s\nkill=%v\nexecenv=%q\n", os.Getpid(), strings.Join(pids, ","), err, os.Getenv(ExecEnv))
+	return 0
+}
+
+func needRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("skipping: pid namespaces need root (euid is not 0)")
+	}
+}
+
+func parseReport(t *testing.T, out string) map[string]string {
+	t.Helper()
+	r := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		k, v, ok := strings.Cut(line, "=")
+		if ok {
+			r[k] = v
+		}
+	}
+	return r
+}
+
+func TestTaskSeesOnlyItsNamespace(t *testing.T) {
+	needRoot(t)
+	mesos, err := containerizer.NewMesos(containerizer.Options{Isolation: []string{"namespaces/pid", "filesystem/posix"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sandbox := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := mesos.Launch(ctx, containerizer.ContainerConfig{
+		ContainerID: "pidns",
+		Path:        os.Args[0],
+		Args:        []string{os.Args[0], "-test.run=^$"},
+		Env:         []string{modeEnv + "=report", "MEZZO_PIDNSTEST_HOSTPID=" + strconv.Itoa(os.Getpid())},
+		Dir:         sandbox,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	term, err := mesos.Wait(ctx, "pidns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := os.ReadFile(filepath.Join(sandbox, "stdout"))
+	errOut, _ := os.ReadFile(filepath.Join(sandbox, "stderr"))
+	if term.ExitCode != 0 {
+		t.Fatalf("termination %+v; stderr:\n%s", term, errOut)
+	}
+	r := parseReport(t, string(out))
+	if r["pid"] != "1" {
+		t.Errorf("task pid = %q, want 1", r["pid"])
+	}
+	if r["proc"] != "1" {
+		t.Errorf("/proc lists pids %q, want only 1 (a private /proc)", r["proc"])
+	}
+	if r["kill"] != syscall.ESRCH.Error() {
+		t.Errorf("signalling a host process: %q, want %q", r["kill"], syscall.ESRCH.Error())
+	}
+	if r["execenv"] != `""` {
+		t.Errorf("%s leaked into the task's environment: %s", ExecEnv, r["execenv"])
+	}
+	// The host's /proc is untouched by the container's mount.
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d", os.Getpid())); err != nil {
+		t.Errorf("host /proc changed: %v", err)
+	}
+}
+
+func TestCloneNewPidOnly(t *testing.T) {
+	needRoot(t)
+	iso := &Isolator{}
+	cfg := &containerizer.ContainerConfig{Path: os.Args[0], Args: []string{os.Args[0], "-test.run=^$"}}
+	spec := &containerizer.LaunchSpec{SysProcAttr: &syscall.SysProcAttr{Setsid: true},
+		Env: []string{modeEnv + "=report", "MEZZO_PIDNSTEST_HOSTPID=" + strconv.Itoa(os.Getpid())}}
+	if err := iso.Prepare(context.Background(), cfg, spec); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Path != os.Args[0] || spec.SysProcAttr.Cloneflags != syscall.CLONE_NEWPID {
+		t.Fatalf("Prepare without RemountProc changed the program or flags: %q %#x", cfg.Path, spec.SysProcAttr.Cloneflags)
+	}
+	cmd := &exec.Cmd{Path: cfg.Path, Args: cfg.Args, Env: spec.Env, SysProcAttr: spec.SysProcAttr}
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := parseReport(t, string(out))
+	if r["pid"] != "1" || r["kill"] != syscall.ESRCH.Error() {
+		t.Errorf("report %v: want pid 1 and ESRCH signalling the host", r)
+	}
+}
+
+func TestPrepareRewritesProgram(t *testing.T) {
+	iso := &Isolator{RemountProc: true}
+	cfg := &containerizer.ContainerConfig{Path: "/bin/sh", Args: []string{"sh", "-c", "ps"}}
+	spec := &containerizer.LaunchSpec{SysProcAttr: &syscall.SysProcAttr{Setsid: true}, Env: []string{"A=1"}}
+	if err := iso.Prepare(context.Background(), cfg, spec); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Path != "/proc/self/exe" || strings.Join(cfg.Args, " ") != "sh -c ps" {
+		t.Errorf("program %q %q", cfg.Path, cfg.Args)
+	}
+	if got := strings.Join(spec.Env, " "); got != "A=1 "+ExecEnv+"=/bin/sh "+MountProcEnv+"=1" {
+		t.Errorf("env %v", spec.Env)
+	}
+	// Wrapping again (another isolator) keeps one step and adds settings once.
+	Wrap(cfg, spec, CgroupWaitEnv+"=freezer:/mezzo/c", MountProcEnv+"=1")
+	if got := strings.Join(spec.Env, " "); cfg.Path != "/proc/self/exe" || got != "A=1 "+ExecEnv+"=/bin/sh "+MountProcEnv+"=1 "+CgroupWaitEnv+"=freezer:/mezzo/c" {
+		t.Errorf("after a second Wrap: %q %v", cfg.Path, spec.Env)
+	}
+	if spec.SysProcAttr.Cloneflags != syscall.CLONE_NEWPID|syscall.CLONE_NEWNS || !spec.SysProcAttr.Setsid {
+		t.Errorf("SysProcAttr %+v", spec.SysProcAttr)
+	}
+	if err := iso.Prepare(context.Background(), &containerizer.ContainerConfig{}, spec); err == nil {
+		t.Error("Prepare accepted an empty program")
+	}
+}
+
+func TestInCgroup(t *testing.T) {
+	text := "12:pids:/\n4:memory:/mezzo/c1\n3:cpu,cpuacct:/mezzo/c1\n2:freezer:/other\n0::/\n"
+	tests := []struct {
+		want string
+		in   bool
+	}{
+		{"memory:/mezzo/c1", true},
+		{"cpuacct:/mezzo/c1", true},
+		{"freezer:/mezzo/c1", false},
+		{"pids:/mezzo/c1", false},
+		{"/mezzo/c1", false},
+	}
+	for _, tt := range tests {
+		if got := inCgroup(text, tt.want); got != tt.in {
+			t.Errorf("inCgroup(%q) = %v, want %v", tt.want, got, tt.in)
+		}
+	}
+}
