@@ -14,6 +14,9 @@ type APIError struct {
 
 func (e *APIError) Error() string { return e.Message }
 
+// HTTPStatus is the status an HTTP layer should answer with.
+func (e *APIError) HTTPStatus() int { return e.Status }
+
 func badRequest(format string, args ...any) *APIError {
 	return &APIError{Status: http.StatusBadRequest, Message: fmt.Sprintf(format, args...)}
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -248,6 +249,20 @@ func (s *state) newOfferID() string {
 }
 
 func (s *state) count(key string) { s.counters[key]++; s.dirty = true }
+
+// countTerminal bumps master/tasks_<state>: Mesos keeps the terminal task
+// states as counters of transitions, so tasks trimmed from the bounded
+// completed lists still count.
+func (s *state) countTerminal(st mesos.TaskState) {
+	s.count("master/tasks_" + strings.ToLower(strings.TrimPrefix(st.String(), "TASK_")))
+}
+
+// rejectTask reports a task the master refused to launch (it never existed
+// in the master's state) and counts its terminal state.
+func (s *state) rejectTask(fw *framework, st *mesos.TaskStatus) {
+	s.countTerminal(st.GetState())
+	s.forwardStatus(fw, st)
+}
 
 // sendFramework queues an event for the framework's subscriber, if any.
 // A subscriber too far behind is disconnected.

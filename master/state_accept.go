@@ -36,7 +36,7 @@ func (s *state) accept(fw *framework, acc *schedulerpb.Call_Accept, now time.Tim
 		msg := "Task launched with invalid offers: " + err.Error()
 		for _, op := range acc.GetOperations() {
 			for _, ti := range launchTasks(op) {
-				s.forwardStatus(fw, newStatus(ti.GetTaskId(), ti.GetAgentId(), lost,
+				s.rejectTask(fw, newStatus(ti.GetTaskId(), ti.GetAgentId(), lost,
 					mesos.TaskStatus_REASON_INVALID_OFFERS, msg, now))
 			}
 		}
@@ -162,7 +162,7 @@ func (l *launcher) launch(ti *mesos.TaskInfo) {
 		err = fmt.Errorf("Task uses more resources %s than available %s", describe(need), describe(l.remaining))
 	}
 	if err != nil {
-		l.s.forwardStatus(l.fw, newStatus(ti.GetTaskId(), agentID(l.a.id), mesos.TaskState_TASK_ERROR,
+		l.s.rejectTask(l.fw, newStatus(ti.GetTaskId(), agentID(l.a.id), mesos.TaskState_TASK_ERROR,
 			mesos.TaskStatus_REASON_TASK_INVALID, err.Error(), l.now))
 		return
 	}
@@ -228,7 +228,7 @@ func (l *launcher) launchGroup(g *mesos.Offer_Operation_LaunchGroup) {
 	}()
 	if err != nil {
 		for _, ti := range tasks {
-			l.s.forwardStatus(l.fw, newStatus(ti.GetTaskId(), agentID(l.a.id), mesos.TaskState_TASK_ERROR,
+			l.s.rejectTask(l.fw, newStatus(ti.GetTaskId(), agentID(l.a.id), mesos.TaskState_TASK_ERROR,
 				mesos.TaskStatus_REASON_TASK_GROUP_INVALID, err.Error(), l.now))
 		}
 		return

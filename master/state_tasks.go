@@ -89,6 +89,9 @@ func (s *state) recoverTask(t *task) {
 // earlier updates await acknowledgement): when it is terminal the task's
 // resources go back to the allocator right away.
 func (s *state) applyStatus(t *task, st *mesos.TaskStatus, latest mesos.TaskState, fromAgent bool) {
+	if isTerminal(latest) && !isTerminal(t.proto.GetState()) {
+		s.countTerminal(latest)
+	}
 	p := proto.Clone(t.proto).(*mesos.Task)
 	p.State = latest.Enum()
 	p.StatusUpdateState = st.State

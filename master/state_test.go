@@ -93,6 +93,9 @@ func TestLaunchLifecycle(t *testing.T) {
 	if h.task(f.id, "t1") != nil {
 		t.Fatal("task not completed after terminal ack")
 	}
+	if got := h.s.counters["master/tasks_finished"]; got != 1 {
+		t.Fatalf("master/tasks_finished = %v, want 1", got)
+	}
 	snap := h.s.snapshot(h.now)
 	if fv := snap.Frameworks[0]; len(fv.CompletedTasks) != 1 || fv.CompletedTasks[0].GetState() != mesos.TaskState_TASK_FINISHED {
 		t.Fatalf("completed tasks = %v", fv.CompletedTasks)
@@ -388,6 +391,14 @@ func TestInvalidAccepts(t *testing.T) {
 			}
 			if runs != tc.run {
 				t.Fatalf("%d launches reached the agent, want %d", runs, tc.run)
+			}
+			// Every refused task counts once in its terminal-state counter.
+			counted := 0.0
+			for _, k := range []string{"master/tasks_lost", "master/tasks_dropped", "master/tasks_error"} {
+				counted += h.s.counters[k]
+			}
+			if int(counted) != len(tc.want) {
+				t.Fatalf("terminal counters sum to %v, want %d", counted, len(tc.want))
 			}
 			// Never over-committed: used + recovered == offered.
 			used := resources.Resources{}

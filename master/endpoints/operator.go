@@ -148,12 +148,17 @@ func (h *handlers) teardownFramework(w http.ResponseWriter, id string) {
 		return
 	}
 	if err := h.src.Teardown(id); err != nil {
-		// The framework may have gone between the check and the call.
-		if !hasFramework(h.snapshot(), id) {
-			writeText(w, http.StatusBadRequest, "No framework found with specified ID")
-			return
+		// The framework may have gone between the check and the call; an
+		// error that knows its HTTP status (master.APIError) decides.
+		status := http.StatusServiceUnavailable
+		var se interface{ HTTPStatus() int }
+		if errors.As(err, &se) {
+			status = se.HTTPStatus()
 		}
-		writeText(w, http.StatusServiceUnavailable, "Failed to tear down framework: "+err.Error())
+		if !hasFramework(h.snapshot(), id) {
+			status = http.StatusBadRequest
+		}
+		writeText(w, status, "Failed to tear down framework: "+err.Error())
 		return
 	}
 	w.Header().Del("Content-Type")
