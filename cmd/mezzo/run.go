@@ -39,6 +39,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		Role:       *role,
 		Checkpoint: *checkpoint,
 		Out:        stdout,
+		Log:        stderr,
 		Timeout:    time.Duration(*timeout),
 	})
 	if err != nil {
