@@ -19,7 +19,7 @@ tools:
 
 # Rewrite the Mesos .proto files from the fact tables (rarely needed).
 protos:
-	python3 tools/facts2proto.py ../shared/reference/proto-facts.md api/proto
+	python3 tools/facts2proto.py ../shared/reference/proto-facts.md api/proto api/proto/facts-extra.md
 
 test:
 	CGO_ENABLED=0 $(GO) build -o bin/mezzo ./cmd/mezzo

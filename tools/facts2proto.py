@@ -7,8 +7,17 @@ values. Those numbers and names are the wire contract with unmodified Mesos
 clients, so we transcribe them mechanically rather than by hand: a typo in a
 field number would silently break protobuf compatibility.
 
-Usage: tools/facts2proto.py ../shared/reference/proto-facts.md api/proto
-(`make protos`). The output is committed; `make generate` turns it into Go.
+Usage: tools/facts2proto.py FACTS OUTDIR [EXTRA_FACTS...]
+e.g. `tools/facts2proto.py ../shared/reference/proto-facts.md api/proto
+api/proto/facts-extra.md` (`make protos`). The output is committed; `make
+generate` turns it into Go.
+
+Several facts files are merged in order. proto-facts.md only references some
+nested messages without tabulating them; a later file (api/proto/facts-extra.md)
+supplies those tables, plus messages the first file never mentions. A message
+table or enum defined twice is an error: a silent override could change a
+field number. Types still referenced but tabulated nowhere become empty
+placeholder messages, listed on stderr ("placeholder: ...").
 """
 import re
 import sys
@@ -46,9 +55,8 @@ class Node:
         self.children = OrderedDict()
 
 
-def main(src, out):
+def main(srcs, out):
     roots = {p: OrderedDict() for p in PACKAGES}
-    lines = open(src, encoding="utf-8").read().splitlines()
 
     def node(pkg, path):
         level = roots[pkg]
@@ -60,34 +68,52 @@ def main(src, out):
             level = n.children
         return n
 
-    cur = None
-    for line in lines:
-        m = re.match(r"^#### (\S+)\s*$", line)
-        if m:
-            pkg, path = split(m.group(1))
-            cur = node(pkg, path)
-            cur.fields = cur.fields or []
-            cur.pkg = pkg
-            continue
-        m = re.match(r"^enum \*\*(\S+)\*\*: (.*)$", line)
-        if m:
-            pkg, path = split(m.group(1))
-            values = [v.strip().split("=") for v in m.group(2).split(",")]
-            parent = node(pkg, path[:-1]) if len(path) > 1 else None
-            if parent is None:
-                roots[pkg]["enum " + path[0]] = ("enum", path[0], values)
-            else:
-                parent.enums[path[-1]] = values
-            continue
-        m = re.match(r"^\| (\d+) \| ([^|]+)\| (\w+) \| ([^|]+)\|([^|]*)\|", line)
-        if m and cur is not None:
-            num, name, label, typ, default = (x.strip() for x in m.groups())
-            deprecated = name.endswith(" DEPRECATED")
-            name = name.replace(" DEPRECATED", "")
-            oneof = re.search(r" \(oneof (\w+)\)", name)
-            name = re.sub(r" \(oneof \w+\)", "", name)
-            cur.fields.append((int(num), name, label, typ, default, deprecated,
-                               oneof.group(1) if oneof else None))
+    # Where each message table / enum was first defined: a second definition
+    # (in the same or a later file) is rejected rather than merged.
+    seen = {}
+
+    def define(kind, name, where):
+        if (kind, name) in seen:
+            sys.exit("facts2proto: %s %s defined at %s and again at %s"
+                     % (kind, name, seen[(kind, name)], where))
+        seen[(kind, name)] = where
+
+    for src in srcs:
+        cur = None
+        text = open(src, encoding="utf-8").read()
+        for lineno, line in enumerate(text.splitlines(), 1):
+            where = "%s:%d" % (src, lineno)
+            m = re.match(r"^#### (\S+)\s*$", line)
+            if m:
+                pkg, path = split(m.group(1))
+                define("message", "%s %s" % (pkg or "mesos", ".".join(path)), where)
+                cur = node(pkg, path)
+                cur.fields = cur.fields or []
+                cur.pkg = pkg
+                continue
+            m = re.match(r"^enum \*\*(\S+)\*\*: (.*)$", line)
+            if m:
+                pkg, path = split(m.group(1))
+                define("enum", "%s %s" % (pkg or "mesos", ".".join(path)), where)
+                values = [v.strip().split("=") for v in m.group(2).split(",")]
+                parent = node(pkg, path[:-1]) if len(path) > 1 else None
+                if parent is None:
+                    roots[pkg]["enum " + path[0]] = ("enum", path[0], values)
+                else:
+                    parent.enums[path[-1]] = values
+                continue
+            if line.startswith("## "):
+                cur = None  # a new section: rows below belong to no table
+                continue
+            m = re.match(r"^\| (\d+) \| ([^|]+)\| (\w+) \| ([^|]+)\|([^|]*)\|", line)
+            if m and cur is not None:
+                num, name, label, typ, default = (x.strip() for x in m.groups())
+                deprecated = name.endswith(" DEPRECATED")
+                name = name.replace(" DEPRECATED", "")
+                oneof = re.search(r" \(oneof (\w+)\)", name)
+                name = re.sub(r" \(oneof \w+\)", "", name)
+                cur.fields.append((int(num), name, label, typ, default, deprecated,
+                                   oneof.group(1) if oneof else None))
 
     defined = set()
 
@@ -189,6 +215,8 @@ def main(src, out):
         out_lines.append(pad + "}")
 
     import os
+    # Named by basename so the header does not depend on the caller's cwd.
+    sources = " + ".join(os.path.basename(s) for s in srcs)
     for pkg, (proto_pkg, path, go_pkg) in PACKAGES.items():
         level = roots[pkg]
         if not level:
@@ -222,7 +250,7 @@ def main(src, out):
                 emit(n, 0, body)
             body.append("")
         head = [
-            "// Code generated by tools/facts2proto.py from shared/reference/proto-facts.md. DO NOT EDIT.",
+            "// Code generated by tools/facts2proto.py from %s. DO NOT EDIT." % sources,
             "// Field names and numbers are Mesos v1's wire contract; see docs/compatibility.md.",
             "",
             'syntax = "proto2";',
@@ -243,4 +271,6 @@ def main(src, out):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    if len(sys.argv) < 3:
+        sys.exit("usage: facts2proto.py FACTS OUTDIR [EXTRA_FACTS...]")
+    main([sys.argv[1]] + sys.argv[3:], sys.argv[2])
