@@ -60,8 +60,19 @@ type Config struct {
 	// MinAllocatable is --min_allocatable_resources for the built allocator
 	// (nil: Mesos's default, cpus:0.01|mem:32).
 	MinAllocatable []map[string]float64
-	// Weights are the initial role weights (--weights) for the built allocator.
+	// Weights are the initial role weights (--weights). The master reports
+	// them (GET_WEIGHTS, /master/weights) and hands them to the allocator:
+	// through Options.Weights when it builds one, through UpdateWeights
+	// when one is given.
 	Weights map[string]float64
+	// Revocation turns on the allocator's revocation policy (paper §3.3.3;
+	// --revocation, off by default): when a role below its quota guarantee
+	// wants offers and nothing is free, tasks of frameworks above their fair
+	// share are killed (their kill policy's grace period applies) and report
+	// TASK_KILLED with REASON_CONTAINER_PREEMPTED. Applies to the built
+	// allocator (Options.Revoke = Master.AllocatorRevoke); a caller-provided
+	// allocator is wired by the caller.
+	Revocation bool
 	// AllocationInterval is --allocation_interval (default 1s).
 	AllocationInterval time.Duration
 	// OfferTimeout rescinds offers outstanding this long (--offer_timeout);
@@ -150,6 +161,9 @@ func (c *Config) validate() error {
 	}
 	if c.MaxCompletedFrameworks < 0 || c.MaxCompletedTasksPerFramework < 0 {
 		return errors.New("master: Config.MaxCompleted* must not be negative")
+	}
+	if err := validateConfigWeights(c.Weights); err != nil {
+		return err
 	}
 	if c.AllocatorName == "" {
 		c.AllocatorName = DefaultAllocator

@@ -45,18 +45,24 @@ func New(cfg Config) (*Master, error) {
 	}
 	m.alloc = cfg.Allocator
 	if m.alloc == nil {
-		a, err := allocator.New(cfg.AllocatorName, allocator.Options{
+		opts := allocator.Options{
 			Offer:          m.AllocatorOffer,
 			Rescind:        m.AllocatorRescind,
 			Interval:       cfg.AllocationInterval,
 			Clock:          cfg.Clock,
 			MinAllocatable: cfg.MinAllocatable,
 			Weights:        cfg.Weights,
-		})
+		}
+		if cfg.Revocation {
+			opts.Revoke = m.AllocatorRevoke
+		}
+		a, err := allocator.New(cfg.AllocatorName, opts)
 		if err != nil {
 			return nil, fmt.Errorf("master: building allocator: %w", err)
 		}
 		m.alloc = a
+	} else if len(cfg.Weights) > 0 {
+		m.alloc.UpdateWeights(cfg.Weights)
 	}
 	now := cfg.Clock.Now()
 	m.s = newState(cfg, m.alloc, m.post, now)
@@ -240,7 +246,7 @@ func (m *Master) SubscribeAgent(ctx context.Context, call *protocol.AgentCall) (
 
 // AgentCall applies a non-SUBSCRIBE agent-protocol call.
 func (m *Master) AgentCall(ctx context.Context, call *protocol.AgentCall) error {
-	return m.call(ctx, func(s *state, now time.Time) error { return s.agentCall(call, now) })
+	return m.call(ctx, func(s *state, now time.Time) error { return s.agentCallNotingPreemption(call, now) })
 }
 
 // Watch subscribes to operator events: it returns the snapshot at the time

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"mezzo/api/mesos"
+	"mezzo/api/quotapb"
 )
 
 // ErrAgentGone is returned by Registrar.Readmit and MarkReachable for an
@@ -38,6 +39,12 @@ type Registrar interface {
 	MarkReachable(info *mesos.AgentInfo, done func(error))
 	// Remove marks the agent gone: it is never readmitted.
 	Remove(agentID string, done func(error))
+	// UpdateWeights records the listed roles' weights (other roles keep
+	// theirs). The master validated them; the registrar may still refuse.
+	UpdateWeights(weights []*mesos.WeightInfo, done func(error))
+	// UpdateQuota records each config's role's quota; a config with
+	// neither guarantees nor limits removes the role's quota.
+	UpdateQuota(configs []*quotapb.QuotaConfig, done func(error))
 }
 
 // MemoryRegistrar is a Registrar that keeps the registry in memory. Its
@@ -48,6 +55,8 @@ type MemoryRegistrar struct {
 	admitted    map[string]*mesos.AgentInfo
 	unreachable map[string]time.Time
 	gone        map[string]bool
+	weights     map[string]float64
+	quotas      map[string]*quotapb.QuotaConfig
 }
 
 var _ Registrar = (*MemoryRegistrar)(nil)
@@ -58,6 +67,8 @@ func NewMemoryRegistrar() *MemoryRegistrar {
 		admitted:    map[string]*mesos.AgentInfo{},
 		unreachable: map[string]time.Time{},
 		gone:        map[string]bool{},
+		weights:     map[string]float64{},
+		quotas:      map[string]*quotapb.QuotaConfig{},
 	}
 }
 
@@ -150,4 +161,68 @@ func (r *MemoryRegistrar) Unreachable(agentID string) (time.Time, bool) {
 	defer r.mu.Unlock()
 	t, ok := r.unreachable[agentID]
 	return t, ok
+}
+
+// UpdateWeights implements Registrar.
+func (r *MemoryRegistrar) UpdateWeights(weights []*mesos.WeightInfo, done func(error)) {
+	ws := make([]*mesos.WeightInfo, len(weights))
+	for i, w := range weights {
+		ws[i] = proto.Clone(w).(*mesos.WeightInfo)
+	}
+	r.apply(done, func() error {
+		for i, w := range ws {
+			if w.GetRole() == "" || !(w.GetWeight() > 0) {
+				return fmt.Errorf("registrar: weights[%d]: role %q weight %v: a role and a positive weight are required", i, w.GetRole(), w.GetWeight())
+			}
+		}
+		for _, w := range ws {
+			r.weights[w.GetRole()] = w.GetWeight()
+		}
+		return nil
+	})
+}
+
+// UpdateQuota implements Registrar.
+func (r *MemoryRegistrar) UpdateQuota(configs []*quotapb.QuotaConfig, done func(error)) {
+	cs := make([]*quotapb.QuotaConfig, len(configs))
+	for i, c := range configs {
+		cs[i] = proto.Clone(c).(*quotapb.QuotaConfig)
+	}
+	r.apply(done, func() error {
+		for i, c := range cs {
+			if c.GetRole() == "" {
+				return fmt.Errorf("registrar: quota configs[%d]: role is required", i)
+			}
+		}
+		for _, c := range cs {
+			if len(c.GetGuarantees()) == 0 && len(c.GetLimits()) == 0 {
+				delete(r.quotas, c.GetRole())
+			} else {
+				r.quotas[c.GetRole()] = c
+			}
+		}
+		return nil
+	})
+}
+
+// Weights returns the recorded role weights (for recovery and tests).
+func (r *MemoryRegistrar) Weights() map[string]float64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[string]float64, len(r.weights))
+	for k, v := range r.weights {
+		out[k] = v
+	}
+	return out
+}
+
+// Quotas returns copies of the recorded quota configs by role.
+func (r *MemoryRegistrar) Quotas() map[string]*quotapb.QuotaConfig {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[string]*quotapb.QuotaConfig, len(r.quotas))
+	for k, v := range r.quotas {
+		out[k] = proto.Clone(v).(*quotapb.QuotaConfig)
+	}
+	return out
 }

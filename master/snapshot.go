@@ -35,8 +35,12 @@ type Snapshot struct {
 	// Orphan tasks belong to frameworks that have not re-subscribed after a failover.
 	OrphanTasks []*mesos.Task
 
-	// Roles known to the master (from frameworks, reservations and weights).
+	// Roles known to the master: those with frameworks, reservations, a
+	// configured weight or a quota.
 	Roles []*RoleView
+	// Weights are the configured role weights (--weights and
+	// UPDATE_WEIGHTS); roles not listed weigh 1.
+	Weights map[string]float64
 
 	// Counters are the master's monotonically increasing metrics by Mesos
 	// key (e.g. "master/slave_registrations", "master/valid_status_updates").
@@ -112,7 +116,7 @@ type UnreachableAgent struct {
 	Time time.Time
 }
 
-// RoleView is one role's weight, frameworks and resources.
+// RoleView is one role's weight, quota, frameworks and resources.
 type RoleView struct {
 	Name       string
 	Weight     float64
@@ -120,4 +124,24 @@ type RoleView struct {
 	Allocated  []*mesos.Resource // used by tasks and executors
 	Offered    []*mesos.Resource
 	Reserved   []*mesos.Resource
+	// Quota is the role's quota and consumption; never nil in snapshots
+	// the master builds (empty Guarantees and Limits: no quota).
+	Quota *RoleQuota
+}
+
+// RoleQuota is a role's quota as scalar quantities by resource name.
+type RoleQuota struct {
+	// Guarantees are offered to the role before fair sharing.
+	Guarantees map[string]float64
+	// Limits bound what the role is allocated; names absent are unlimited.
+	Limits map[string]float64
+	// Consumed is what counts against the quota, as Mesos counts it:
+	// non-revocable resources used in the role and its subroles plus their
+	// reservations not in use.
+	Consumed map[string]float64
+}
+
+// HasQuota reports whether the role has a guarantee or a limit.
+func (q *RoleQuota) HasQuota() bool {
+	return q != nil && (len(q.Guarantees) > 0 || len(q.Limits) > 0)
 }

@@ -39,6 +39,10 @@ func (s *state) snapshot(now time.Time) *Snapshot {
 		snap.UnreachableAgents = append(snap.UnreachableAgents, &UnreachableAgent{ID: id, Time: s.unreachable[id].at})
 	}
 	snap.Roles = s.roleViews()
+	snap.Weights = make(map[string]float64, len(s.rolesState().weights))
+	for role, w := range s.rolesState().weights {
+		snap.Weights[role] = w
+	}
 	return snap
 }
 
@@ -119,52 +123,35 @@ func (s *state) agentView(a *agent) *AgentView {
 	return v
 }
 
-// roleViews lists roles known from frameworks and reservations, with
-// their allocated, offered and reserved resources (weights are 1 until
-// weights are implemented).
+// roleViews lists roles known from frameworks, reservations, weights and
+// quota, with their weight, quota, and allocated, offered and reserved
+// resources.
 func (s *state) roleViews() []*RoleView {
 	roles := map[string]*RoleView{}
 	get := func(name string) *RoleView {
 		r := roles[name]
 		if r == nil {
-			r = &RoleView{Name: name, Weight: 1}
+			r = &RoleView{Name: name, Weight: s.weight(name)}
 			roles[name] = r
 		}
 		return r
 	}
-	allocated := map[string]resources.Resources{}
+	for role := range s.rolesState().weights {
+		get(role)
+	}
+	for role := range s.rolesState().quotas {
+		get(role)
+	}
+	allocated, reserved := s.roleUsage()
 	offered := map[string]resources.Resources{}
-	reserved := map[string]resources.Resources{}
 	for _, id := range sortedKeys(s.frameworks) {
 		fw := s.frameworks[id]
 		for _, role := range fw.roles() {
 			r := get(role)
 			r.Frameworks = append(r.Frameworks, id)
 		}
-		for _, t := range fw.tasks {
-			if !t.recovered {
-				role := allocationRole(t.res, defaultRole(fw))
-				allocated[role] = allocated[role].Add(t.res)
-			}
-		}
-		for _, es := range fw.executors {
-			for _, e := range es {
-				role := allocationRole(e.res, defaultRole(fw))
-				allocated[role] = allocated[role].Add(e.res)
-			}
-		}
 		for _, o := range fw.offers {
 			offered[o.role] = offered[o.role].Add(o.res)
-		}
-	}
-	for _, a := range s.agents {
-		for _, r := range a.total.Proto() {
-			if n := len(r.GetReservations()); n > 0 {
-				role := r.GetReservations()[n-1].GetRole()
-				if x, err := resources.FromProto([]*mesos.Resource{r}); err == nil {
-					reserved[role] = reserved[role].Add(x)
-				}
-			}
 		}
 	}
 	for role, r := range allocated {
@@ -176,8 +163,10 @@ func (s *state) roleViews() []*RoleView {
 	for role, r := range reserved {
 		get(role).Reserved = r.Proto()
 	}
+	subUsed, subReserved := consumptionBase(allocated, reserved)
 	out := make([]*RoleView, 0, len(roles))
 	for _, r := range roles {
+		r.Quota = s.quotaView(r.Name, subUsed, subReserved)
 		out = append(out, r)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })

@@ -57,6 +57,9 @@ type state struct {
 	counters map[string]float64
 	watchers map[*watcher]struct{}
 
+	// roles holds weights, quota and revocation bookkeeping (state_roles.go).
+	roles *roleState
+
 	// dirty is set by any change a Snapshot would show.
 	dirty bool
 	// after holds work to run once this batch's snapshot is published.

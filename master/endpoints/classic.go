@@ -380,11 +380,39 @@ func (h *handlers) tasks(w http.ResponseWriter, r *http.Request) {
 type roleJSON struct {
 	Name       string         `json:"name"`
 	Weight     jnum           `json:"weight"`
+	Quota      roleQuotaJSON  `json:"quota"`
 	Resources  map[string]any `json:"resources"`
 	Allocated  map[string]any `json:"allocated"`
 	Offered    map[string]any `json:"offered"`
 	Reserved   map[string]any `json:"reserved"`
 	Frameworks []string       `json:"frameworks"`
+}
+
+// roleQuotaJSON is a role's quota in /master/roles (Mesos 1.9+):
+// guarantee, limit and consumed as {name: quantity}; empty objects for a
+// role without quota.
+type roleQuotaJSON struct {
+	Role      string          `json:"role"`
+	Guarantee map[string]jnum `json:"guarantee"`
+	Limit     map[string]jnum `json:"limit"`
+	Consumed  map[string]jnum `json:"consumed"`
+}
+
+func roleQuotaModel(r *master.RoleView) roleQuotaJSON {
+	q := roleQuotaJSON{Role: r.Name, Guarantee: map[string]jnum{}, Limit: map[string]jnum{}, Consumed: map[string]jnum{}}
+	if r.Quota == nil {
+		return q
+	}
+	for k, v := range r.Quota.Guarantees {
+		q.Guarantee[k] = jnum(v)
+	}
+	for k, v := range r.Quota.Limits {
+		q.Limit[k] = jnum(v)
+	}
+	for k, v := range r.Quota.Consumed {
+		q.Consumed[k] = jnum(v)
+	}
+	return q
 }
 
 // roles serves /master/roles. A role's "resources" is what is allocated to
@@ -402,6 +430,7 @@ func (h *handlers) roles(w http.ResponseWriter, r *http.Request) {
 		out.Roles = append(out.Roles, roleJSON{
 			Name:       role.Name,
 			Weight:     jnum(weight),
+			Quota:      roleQuotaModel(role),
 			Resources:  summary(role.Allocated, role.Offered),
 			Allocated:  summary(role.Allocated),
 			Offered:    summary(role.Offered),

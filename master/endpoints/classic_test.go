@@ -363,7 +363,7 @@ func TestRolesAndFlags(t *testing.T) {
 	mux, _ := newTestServer(t, newFakeSource(testSnapshot()))
 	m := decode(t, get(t, mux, "/master/roles").Body.Bytes())
 	r0 := m["roles"].([]any)[0].(map[string]any)
-	if got, want := keys(r0), sorted("name", "weight", "resources", "allocated", "offered", "reserved", "frameworks"); !reflect.DeepEqual(got, want) {
+	if got, want := keys(r0), sorted("name", "weight", "quota", "resources", "allocated", "offered", "reserved", "frameworks"); !reflect.DeepEqual(got, want) {
 		t.Errorf("role keys %v, want %v", got, want)
 	}
 	if r0["weight"] != json.Number("2.0") {

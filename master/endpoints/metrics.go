@@ -110,6 +110,22 @@ func Metrics(s *master.Snapshot, now time.Time) map[string]float64 {
 	return m
 }
 
+// allocatorCounters are the allocator metrics that only grow.
+var allocatorCounters = []string{"allocator/mesos/allocation_runs"}
+
+// metrics is Metrics merged with the allocator's metrics when the Source
+// reports them (AllocatorMetricser): allocation runs and run times with
+// percentiles, per-role dominant shares, offer filters and quota.
+func (h *handlers) metrics(s *master.Snapshot) map[string]float64 {
+	m := Metrics(s, h.clock.Now())
+	if am, ok := h.src.(AllocatorMetricser); ok {
+		for k, v := range am.AllocatorMetrics() {
+			m[k] = v
+		}
+	}
+	return m
+}
+
 func resourceGauges(m map[string]float64, prefix, name string, total, used resources.Resources) {
 	tv, uv := total.Scalar(name), used.Scalar(name)
 	m[prefix+"_total"] = tv
@@ -139,7 +155,7 @@ func (h *handlers) metricsSnapshot(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	ms := Metrics(h.snapshot(), h.clock.Now())
+	ms := h.metrics(h.snapshot())
 	out := make(map[string]jnum, len(ms))
 	for k, v := range ms {
 		out[k] = jnum(v)
@@ -154,7 +170,7 @@ func (h *handlers) metricsSnapshot(w http.ResponseWriter, r *http.Request) {
 // counters are typed counter, derived values gauge.
 func (h *handlers) prometheus(w http.ResponseWriter, r *http.Request) {
 	s := h.snapshot()
-	ms := Metrics(s, h.clock.Now())
+	ms := h.metrics(s)
 	names := make([]string, 0, len(ms))
 	for k := range ms {
 		names = append(names, k)
@@ -167,9 +183,20 @@ func (h *handlers) prometheus(w http.ResponseWriter, r *http.Request) {
 	for _, k := range TerminalTaskCounters {
 		counters[k] = true
 	}
+	for _, k := range allocatorCounters {
+		counters[k] = true
+	}
 	var buf bytes.Buffer
+	emitted := make(map[string]bool, len(names))
 	for _, k := range names {
 		name := PrometheusName(k)
+		// Role names can map to the same Prometheus name ("a/b" and
+		// "a_b"); a metric may appear only once in the exposition, so the
+		// first key (in sorted order) wins.
+		if emitted[name] {
+			continue
+		}
+		emitted[name] = true
 		typ := "gauge"
 		if counters[k] {
 			typ = "counter"

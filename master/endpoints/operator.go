@@ -114,8 +114,14 @@ func (h *handlers) operator(w http.ResponseWriter, r *http.Request) {
 	case masterpb.Call_TEARDOWN:
 		h.teardownFramework(w, call.GetTeardown().GetFrameworkId().GetValue())
 		return
+	case masterpb.Call_UPDATE_WEIGHTS, masterpb.Call_UPDATE_QUOTA, masterpb.Call_SET_QUOTA, masterpb.Call_REMOVE_QUOTA:
+		h.roleWriteCall(w, r, call)
+		return
 	}
-	resp := h.getResponse(call, s)
+	resp := rolesResponse(call, s)
+	if resp == nil {
+		resp = h.getResponse(call, s)
+	}
 	if resp == nil {
 		writeText(w, http.StatusNotImplemented,
 			fmt.Sprintf("Operator call '%s' is not implemented by this master", call.GetType()))

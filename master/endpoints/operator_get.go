@@ -35,7 +35,7 @@ func (h *handlers) getResponse(c *masterpb.Call, s *master.Snapshot) *masterpb.R
 			GetFlags: &masterpb.Response_GetFlags{Flags: flags},
 		}
 	case masterpb.Call_GET_METRICS:
-		ms := Metrics(s, h.clock.Now())
+		ms := h.metrics(s)
 		names := make([]string, 0, len(ms))
 		for k := range ms {
 			names = append(names, k)

@@ -185,7 +185,8 @@ func TestOperatorStatusCodes(t *testing.T) {
 		{"UNKNOWN", http.MethodPost, "application/json", "", []byte(`{"type":"UNKNOWN"}`), 501, "UNKNOWN"},
 		{"unimplemented", http.MethodPost, "application/json", "",
 			[]byte(`{"type":"MARK_AGENT_GONE","mark_agent_gone":{"agent_id":{"value":"m1-S0"}}}`), 501, "MARK_AGENT_GONE"},
-		{"GET_WEIGHTS unimplemented", http.MethodPost, "application/json", "", []byte(`{"type":"GET_WEIGHTS"}`), 501, "GET_WEIGHTS"},
+		{"UPDATE_WEIGHTS without a RoleWriter source", http.MethodPost, "application/json", "",
+			[]byte(`{"type":"UPDATE_WEIGHTS","update_weights":{}}`), 501, "UPDATE_WEIGHTS"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

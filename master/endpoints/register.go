@@ -12,7 +12,10 @@ import (
 )
 
 // Source is what the endpoints need from the master (a consumer-side
-// interface; the master's HTTP wiring passes the master itself).
+// interface; the master's HTTP wiring passes the master itself). A Source
+// may also implement RoleWriter (weights and quota changes), Explainer
+// (/master/allocator/explain) and AllocatorMetricser (allocator metrics);
+// they are found by type assertion.
 type Source interface {
 	// Snapshot returns the latest published state; never nil once the
 	// master runs.
@@ -61,6 +64,10 @@ func Register(mux *http.ServeMux, src Source, opts Options) {
 	both("/flags", h.flags)
 	both("/teardown", h.teardown)
 	both("/api/v1", h.operator)
+	both("/weights", h.weights)
+	both("/quota", h.quota)
+	both("/quota/", h.quota)
+	both("/allocator/explain", h.explain)
 	mux.HandleFunc("/metrics/snapshot", h.metricsSnapshot)
 	mux.HandleFunc("/metrics", h.prometheus)
 }

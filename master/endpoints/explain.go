@@ -1,0 +1,75 @@
+package endpoints
+
+import (
+	"net/http"
+
+	"mezzo/master/allocator"
+)
+
+// Explainer is implemented by a Source whose allocator can say why a
+// framework is or is not offered resources (the master does, through
+// allocator.Introspector). ok is false if the allocator cannot explain.
+type Explainer interface {
+	Explain(frameworkID string) (ex allocator.Explanation, ok bool)
+}
+
+// AllocatorMetricser is implemented by a Source whose allocator reports
+// metrics under Mesos's key names (allocator/mesos/...); they are merged
+// into /metrics/snapshot, /metrics and GET_METRICS.
+type AllocatorMetricser interface {
+	AllocatorMetrics() map[string]float64
+}
+
+// explanationJSON is the allocator's Explanation as /master/allocator/explain
+// renders it: last_offer in seconds since the epoch (as Mesos writes times),
+// omitted if the framework was never offered anything.
+type explanationJSON struct {
+	FrameworkID string                      `json:"framework_id"`
+	Active      bool                        `json:"active"`
+	LastOffer   *jnum                       `json:"last_offer,omitempty"`
+	Roles       []allocator.RoleExplanation `json:"roles"`
+}
+
+// explain serves GET /master/allocator/explain?framework_id=ID, a mezzo
+// extension: per role of the framework, why it is or is not being offered
+// resources (FRAMEWORK_INACTIVE, SUPPRESSED, NO_ACTIVE_AGENTS,
+// NOTHING_FREE_IN_ROLE, OVER_QUOTA_LIMIT, BELOW_MIN_ALLOCATABLE,
+// GPU_AGENTS_ONLY, FILTERED or ELIGIBLE) with agent counts per reason.
+// 400 without framework_id, 404 for a framework neither the master nor
+// the allocator knows, 501 if the allocator cannot explain.
+func (h *handlers) explain(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET")
+		writeText(w, http.StatusMethodNotAllowed, "Expecting one of { 'GET' }, but received '"+r.Method+"'")
+		return
+	}
+	id, ok := queryValue(r, "framework_id")
+	if !ok || id == "" {
+		writeText(w, http.StatusBadRequest, "Missing 'framework_id' query parameter")
+		return
+	}
+	ex, ok := h.src.(Explainer)
+	if !ok {
+		writeText(w, http.StatusNotImplemented, "The allocator of this master cannot explain its decisions")
+		return
+	}
+	e, ok := ex.Explain(id)
+	if !ok {
+		writeText(w, http.StatusNotImplemented, "The allocator of this master cannot explain its decisions")
+		return
+	}
+	unknown := len(e.Roles) == 1 && e.Roles[0].Reason == allocator.ReasonUnknownFramework
+	if unknown && !hasFramework(h.snapshot(), id) {
+		writeText(w, http.StatusNotFound, "No framework found with specified ID")
+		return
+	}
+	out := explanationJSON{FrameworkID: e.FrameworkID, Active: e.Active, Roles: e.Roles}
+	if out.Roles == nil {
+		out.Roles = []allocator.RoleExplanation{}
+	}
+	if !e.LastOffer.IsZero() {
+		t := secs(e.LastOffer)
+		out.LastOffer = &t
+	}
+	h.writeJSON(w, r, out)
+}
