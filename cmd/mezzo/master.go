@@ -22,6 +22,7 @@ import (
 type masterFlags struct {
 	ip, hostname, workDir, allocator, weights, minAllocatable, logLevel string
 	port, maxAgentPingTimeouts                                          int
+	revocation                                                          bool
 	allocationInterval, offerTimeout, agentPingTimeout                  *time.Duration
 }
 
@@ -36,6 +37,8 @@ func addMasterFlags(fs *flag.FlagSet) *masterFlags {
 	fs.StringVar(&f.minAllocatable, "min_allocatable_resources", "cpus:0.01|mem:32",
 		"an agent's free resources are offered only if they hold one of these quantities")
 	fs.StringVar(&f.logLevel, "logging_level", "info", "debug, info, warn or error")
+	fs.BoolVar(&f.revocation, "revocation", false,
+		"kill tasks of over-share frameworks when a framework below its quota guarantee needs resources (paper §3.3.3)")
 	fs.IntVar(&f.maxAgentPingTimeouts, "max_agent_ping_timeouts", 5, "missed pings before an agent is unreachable")
 	f.allocationInterval = durationFlag(fs, "allocation_interval", time.Second, "time between allocation runs")
 	f.offerTimeout = durationFlag(fs, "offer_timeout", 0, "rescind offers not used within this time (0: never)")
@@ -76,6 +79,7 @@ func startMaster(ctx context.Context, f *masterFlags, fs *flag.FlagSet, ln net.L
 		AllocatorName:        f.allocator,
 		MinAllocatable:       minAlloc,
 		Weights:              weights,
+		Revocation:           f.revocation,
 		AllocationInterval:   *f.allocationInterval,
 		OfferTimeout:         *f.offerTimeout,
 		AgentPingTimeout:     *f.agentPingTimeout,
