@@ -10,10 +10,12 @@
 // archive entry (by "..", an absolute name, or a symlink or hard link) can
 // write outside it; such entries are refused with an error naming them.
 //
-// Not done yet: the fetcher cache (--fetcher_cache_size; URI.cache is
-// accepted and ignored: every URI is fetched directly — the seam is the
-// open step in source.go) and .tar.xz/.txz, which the standard library cannot
-// decompress: those are refused with a clear error unless extract is false.
+// URIs with cache=true go through the fetcher cache (cache.go) when one is
+// configured: downloaded once per user and URI into the cache directory,
+// then copied into each sandbox, and extracted or made executable there.
+//
+// Not done: .tar.xz/.txz, which the standard library cannot decompress:
+// those are refused with a clear error unless extract is false.
 package fetcher
 
 import (
@@ -54,6 +56,22 @@ type Options struct {
 	MaxSize int64
 	// Timeout bounds fetching and extracting one URI; 0 means DefaultTimeout.
 	Timeout time.Duration
+
+	// CacheDir and CacheSize (bytes) configure the fetcher cache
+	// (--fetcher_cache_dir, --fetcher_cache_size): URIs with cache=true are
+	// then downloaded once into CacheDir and copied into each sandbox. The
+	// cache is opened on first use and shared by every Fetch naming the same
+	// directory. An empty CacheDir or a CacheSize of 0 disables caching (the
+	// cache flag is then ignored and such URIs are fetched directly).
+	CacheDir  string
+	CacheSize int64
+	// Cache, when set, is the cache to use instead of the one CacheDir
+	// names (the agent may open it at startup with NewCache to report a bad
+	// directory early).
+	Cache *Cache
+	// User is the user the task runs as; cache entries are kept per user
+	// and URI, as in Mesos. Set it per Fetch call.
+	User string
 }
 
 var defaultClient = &http.Client{
@@ -94,8 +112,17 @@ func Fetch(ctx context.Context, uris []*mesos.CommandInfo_URI, sandbox string, o
 		return fmt.Errorf("fetcher: opening sandbox: %w", err)
 	}
 	defer root.Close()
+	var cache *Cache
+	for _, u := range uris {
+		if u.GetCache() {
+			if cache, err = cacheFor(opts); err != nil {
+				return err
+			}
+			break
+		}
+	}
 	for i, u := range uris {
-		if err := fetchOne(ctx, u, root, opts); err != nil {
+		if err := fetchOne(ctx, u, root, cache, opts); err != nil {
 			name := redact(u.GetValue())
 			if name == "" {
 				name = fmt.Sprintf("#%d", i)
@@ -106,7 +133,7 @@ func Fetch(ctx context.Context, uris []*mesos.CommandInfo_URI, sandbox string, o
 	return nil
 }
 
-func fetchOne(ctx context.Context, u *mesos.CommandInfo_URI, root *os.Root, opts Options) error {
+func fetchOne(ctx context.Context, u *mesos.CommandInfo_URI, root *os.Root, cache *Cache, opts Options) error {
 	if u == nil || u.GetValue() == "" {
 		return errors.New("missing 'value'")
 	}
@@ -126,7 +153,12 @@ func fetchOne(ctx context.Context, u *mesos.CommandInfo_URI, root *os.Root, opts
 			return fmt.Errorf("creating directory for 'output_file' %q: %w", dest, err)
 		}
 	}
-	if err := download(ctx, src, root, dest, opts); err != nil {
+	if u.GetCache() && cache != nil {
+		err = cache.fetch(ctx, cacheKey(opts.User, u.GetValue()), src, root, dest, opts)
+	} else {
+		err = download(ctx, src, root, dest, opts)
+	}
+	if err != nil {
 		return err
 	}
 	if u.GetExecutable() {

@@ -18,6 +18,10 @@
 //     period (less 2 seconds, as Mesos leaves for reaping), then exit.
 //   - max_completion_time: kill without grace, TASK_FAILED with
 //     REASON_MAX_COMPLETION_TIME_REACHED.
+//   - health_check (health.go): once RUNNING, each health change is a
+//     TASK_RUNNING update with `healthy` and reason
+//     REASON_TASK_HEALTH_CHECK_STATUS_UPDATED; after consecutive_failures
+//     the task is killed and ends TASK_KILLED with healthy=false.
 //   - The executor exits once the agent has acknowledged the terminal update
 //     (or after AckTimeout, or at once if the agent is gone).
 package command
@@ -35,6 +39,7 @@ import (
 	"mezzo/api/executorpb"
 	mesos "mezzo/api/mesos"
 	"mezzo/executor"
+	"mezzo/executor/health"
 	"mezzo/executor/internal/proc"
 )
 
@@ -81,6 +86,7 @@ func Run(ctx context.Context, cfg executor.Config, opts Options) int {
 	client := executor.NewClient(cfg, opts.Executor)
 	e := &commandExecutor{cfg: cfg, opts: opts, logf: opts.Executor.Logf}
 	err := client.Run(ctx, e)
+	e.stopHealthCheck()
 	// Whatever ended the loop, the task must not outlive its executor.
 	if e.task != nil && !e.task.Exited {
 		_ = e.task.Proc.Signal(syscall.SIGKILL)
@@ -111,6 +117,9 @@ type commandExecutor struct {
 	terminalUUID []byte
 	ackWait      func()
 	exitCode     int
+
+	checker             *health.Checker // nil when not health checking
+	killedByHealthCheck bool
 }
 
 func (e *commandExecutor) loop(c *executor.Client) proc.Loop {
@@ -123,10 +132,18 @@ func (e *commandExecutor) Subscribed(c *executor.Client, ev *executorpb.Event_Su
 }
 
 func (e *commandExecutor) update(c *executor.Client, taskID *mesos.TaskID, state mesos.TaskState, reason *mesos.TaskStatus_Reason, message string) []byte {
+	return e.send(c, newStatus(taskID, state, reason, message))
+}
+
+func newStatus(taskID *mesos.TaskID, state mesos.TaskState, reason *mesos.TaskStatus_Reason, message string) *mesos.TaskStatus {
 	st := &mesos.TaskStatus{TaskId: taskID, State: state.Enum(), Reason: reason}
 	if message != "" {
 		st.Message = proto.String(message)
 	}
+	return st
+}
+
+func (e *commandExecutor) send(c *executor.Client, st *mesos.TaskStatus) []byte {
 	id, err := c.Update(st)
 	if err != nil {
 		e.logf("%v", err)
@@ -161,12 +178,18 @@ func (e *commandExecutor) Launch(c *executor.Client, task *mesos.TaskInfo) {
 	e.logf("started task %s as pid %d", task.GetTaskId().GetValue(), p.Pid)
 	e.task = proc.Watch(e.loop(c), task, p, func(t *proc.Task) { e.exited(c, t) })
 	e.update(c, task.GetTaskId(), mesos.TaskState_TASK_RUNNING, nil, "")
+	e.startHealthCheck(c, task, proc.MergeEnv(e.cfg.Environ, extra, task.GetCommand().GetEnvironment()))
 }
 
 func (e *commandExecutor) exited(c *executor.Client, t *proc.Task) {
+	e.stopHealthCheck()
 	state, reason, msg := t.Outcome()
 	e.logf("task %s: %s", t.ID(), msg)
-	e.terminalUUID = e.update(c, t.Info.GetTaskId(), state, reason, msg)
+	st := newStatus(t.Info.GetTaskId(), state, reason, msg)
+	if e.killedByHealthCheck && t.Killing {
+		st.Healthy = proto.Bool(false) // killed for failing its health check
+	}
+	e.terminalUUID = e.send(c, st)
 	e.maybeExit(c)
 }
 
@@ -216,6 +239,7 @@ func (e *commandExecutor) kill(c *executor.Client, grace time.Duration) {
 	if t.Exited {
 		return
 	}
+	e.stopHealthCheck()
 	if !t.Killing && !t.MaxCompletion && proc.HasCapability(e.framework, mesos.FrameworkInfo_Capability_TASK_KILLING_STATE) {
 		e.update(c, t.Info.GetTaskId(), mesos.TaskState_TASK_KILLING, nil, "")
 	}

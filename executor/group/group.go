@@ -15,6 +15,10 @@
 //   - KILL: TASK_KILLING for frameworks with TASK_KILLING_STATE, SIGTERM to
 //     the task's process group, SIGKILL after the KillPolicy grace period
 //     (the KILL's, else the task's, else 3 seconds).
+//   - health_check (health.go): once a task runs, each health change is a
+//     TASK_RUNNING update with `healthy` and reason
+//     REASON_TASK_HEALTH_CHECK_STATUS_UPDATED; after consecutive_failures
+//     the task is killed (and with it its group), ending with healthy=false.
 //   - The executor exits when all its tasks are terminal and the agent has
 //     acknowledged every update (bounded by AckTimeout).
 //
@@ -43,6 +47,7 @@ import (
 	"mezzo/api/executorpb"
 	mesos "mezzo/api/mesos"
 	"mezzo/executor"
+	"mezzo/executor/health"
 	"mezzo/executor/internal/proc"
 )
 
@@ -87,6 +92,7 @@ func Run(ctx context.Context, cfg executor.Config, opts Options) int {
 	err := client.Run(ctx, e)
 	// No task outlives its executor.
 	for _, m := range e.tasks {
+		m.stopHealthCheck()
 		if m.task != nil && !m.task.Exited {
 			_ = m.task.Proc.Signal(syscall.SIGKILL)
 		}
@@ -114,6 +120,7 @@ type member struct {
 	group    *taskGroup
 	task     *proc.Task // nil if it failed to launch
 	terminal bool
+	checker  *health.Checker // nil when not (or no longer) health checking
 }
 
 // groupExecutor is the Handler; its state is owned by the client loop.
@@ -129,6 +136,9 @@ type groupExecutor struct {
 	shuttingDown bool
 	ackWait      func()
 	exitCode     int
+	// unhealthy is set once a task was killed for failing its health
+	// check; every later terminal update then says healthy=false.
+	unhealthy bool
 }
 
 func (e *groupExecutor) loop(c *executor.Client) proc.Loop {
@@ -136,10 +146,18 @@ func (e *groupExecutor) loop(c *executor.Client) proc.Loop {
 }
 
 func (e *groupExecutor) update(c *executor.Client, taskID *mesos.TaskID, state mesos.TaskState, reason *mesos.TaskStatus_Reason, message string) {
+	e.send(c, newStatus(taskID, state, reason, message))
+}
+
+func newStatus(taskID *mesos.TaskID, state mesos.TaskState, reason *mesos.TaskStatus_Reason, message string) *mesos.TaskStatus {
 	st := &mesos.TaskStatus{TaskId: taskID, State: state.Enum(), Reason: reason}
 	if message != "" {
 		st.Message = proto.String(message)
 	}
+	return st
+}
+
+func (e *groupExecutor) send(c *executor.Client, st *mesos.TaskStatus) {
 	if _, err := c.Update(st); err != nil {
 		e.logf("%v", err)
 	}
@@ -193,6 +211,7 @@ func (e *groupExecutor) LaunchGroup(c *executor.Client, tg *mesos.TaskGroupInfo)
 	for _, m := range fresh {
 		if m.task != nil {
 			e.update(c, m.info.GetTaskId(), mesos.TaskState_TASK_RUNNING, nil, "")
+			e.startHealthCheck(c, m)
 		}
 	}
 	for i, m := range failed {
@@ -230,6 +249,7 @@ func (e *groupExecutor) start(c *executor.Client, m *member) error {
 	if role := proc.AllocationRole(m.info); role != "" {
 		extra = append(extra, "MESOS_ALLOCATION_ROLE="+role)
 	}
+	e.newHealthCheck(c, m, proc.MergeEnv(e.cfg.Environ, extra, m.info.GetCommand().GetEnvironment()), dir)
 	p, err := proc.Start(proc.Spec{
 		Command: m.info.GetCommand(),
 		Env:     e.cfg.Environ,
@@ -239,6 +259,7 @@ func (e *groupExecutor) start(c *executor.Client, m *member) error {
 		Stderr:  stderr,
 	})
 	if err != nil {
+		m.stopHealthCheck()
 		return err
 	}
 	e.logf("started task %s as pid %d", id, p.Pid)
@@ -261,8 +282,13 @@ func (e *groupExecutor) terminate(c *executor.Client, m *member, state mesos.Tas
 		return
 	}
 	m.terminal = true
+	m.stopHealthCheck()
 	e.active--
-	e.update(c, m.info.GetTaskId(), state, reason, msg)
+	st := newStatus(m.info.GetTaskId(), state, reason, msg)
+	if e.unhealthy {
+		st.Healthy = proto.Bool(false) // a health check failure ended the executor's tasks
+	}
+	e.send(c, st)
 	if !e.shuttingDown && !m.group.killing &&
 		(state == mesos.TaskState_TASK_FAILED || state == mesos.TaskState_TASK_KILLED) {
 		m.group.killing = true
@@ -283,6 +309,7 @@ func (e *groupExecutor) kill(c *executor.Client, m *member, grace time.Duration)
 	if t == nil || t.Exited || t.Killing {
 		return
 	}
+	m.stopHealthCheck()
 	if proc.HasCapability(e.framework, mesos.FrameworkInfo_Capability_TASK_KILLING_STATE) {
 		e.update(c, m.info.GetTaskId(), mesos.TaskState_TASK_KILLING, nil, "")
 	}
