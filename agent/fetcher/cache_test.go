@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -331,6 +332,14 @@ func TestCacheWaiterSurvivesOwnerCancellation(t *testing.T) {
 		waiterErr <- Fetch(context.Background(), []*mesos.CommandInfo_URI{u}, waiterSandbox, Options{Cache: cache})
 	}()
 	waitRefs(t, cache, key, 2)
+	// Cancel the owner only once its request is at the server: cancelled
+	// earlier, it never arrives and the waiter's retry would be request 1.
+	for deadline := time.Now().Add(10 * time.Second); srv.count("/slow") < 1; {
+		if time.Now().After(deadline) {
+			t.Fatal("the owner's download never reached the server")
+		}
+		runtime.Gosched()
+	}
 	cancelOwner()
 	if err := <-ownerErr; !errors.Is(err, context.Canceled) {
 		t.Fatalf("owner: %v", err)
