@@ -3,12 +3,10 @@ package agent
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -46,6 +44,18 @@ type Agent struct {
 	endpoint   string // ip:port
 	startTime  time.Time
 	rec        *recovered
+	// recoveredContainers are the containers the containerizer re-attached
+	// to, by ID; recoverState consumes them.
+	recoveredContainers map[string]containerizer.Recovered
+	// streamsBefore are the status update streams checkpointed before the
+	// manager's recovery (see checkpointedStreams).
+	streamsBefore map[[2]string]bool
+	// recovering is true until the loop has rebuilt the recovered state;
+	// the executor API answers 503 meanwhile.
+	recovering atomic.Bool
+	// killAll: the agent is going away for good (the master shut it down,
+	// or a fatal error), so even checkpointing executors are killed.
+	killAll atomic.Bool
 
 	inbox     chan func()
 	stop      chan struct{} // closed to stop the loop
@@ -67,17 +77,29 @@ type Agent struct {
 	completedF []*framework
 	conn       connState
 	metrics    counters
+	// reregWait are the recovered executors of checkpointing frameworks
+	// that have not re-subscribed yet; the agent registers with the master
+	// once they have or --executor_reregistration_timeout has passed.
+	reregWait  map[*executor]bool
+	reregTimer *loopTimer
+	// recoveryTime is how long recovery took (slave/recovery_time_secs);
+	// recovered is set once it is done.
+	recoveryTime time.Duration
+	recovered    bool
 }
 
 // counters are the agent's cumulative metrics.
 type counters struct {
-	validUpdates, invalidUpdates   uint64
-	executorsTerminated            uint64
-	containerLaunchErrors          uint64
-	tasksFinished, tasksFailed     uint64
-	tasksKilled, tasksLost         uint64
-	tasksError, tasksDropped       uint64
-	tasksGone, tasksGoneByOperator uint64
+	validUpdates, invalidUpdates    uint64
+	executorsTerminated             uint64
+	containerLaunchErrors           uint64
+	containerDestroyErrors          uint64
+	recoveryErrors                  uint64
+	fetchesSucceeded, fetchesFailed uint64
+	tasksFinished, tasksFailed      uint64
+	tasksKilled, tasksLost          uint64
+	tasksError, tasksDropped        uint64
+	tasksGone, tasksGoneByOperator  uint64
 }
 
 // New validates cfg, detects resources, recovers the checkpointed identity
@@ -94,23 +116,12 @@ func New(cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	cz := cfg.Containerizer
-	if cz == nil {
-		var iso []string
-		if cfg.Isolation != "" {
-			iso = strings.Split(cfg.Isolation, ",")
-		}
-		cz, err = containerizer.New(cfg.Containerizers, containerizer.Options{Isolation: iso, Clock: cfg.Clock, Logger: cfg.Logger})
-		if err != nil {
-			return nil, fmt.Errorf("agent: %w", err)
-		}
-	}
 	a := &Agent{
 		cfg:        cfg,
 		log:        cfg.Logger,
 		clock:      cfg.Clock,
 		meta:       metaDir(cfg.WorkDir + "/meta"),
-		cz:         cz,
+		cz:         cfg.Containerizer,
 		files:      files.New(),
 		total:      total,
 		attributes: attrs,
@@ -129,19 +140,8 @@ func New(cfg Config) (*Agent, error) {
 		Transport:     transport,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-	a.rec, err = recoverMeta(a.meta, a.bootID)
-	if err != nil {
+	if err := a.recoverCheckpoint(); err != nil {
 		return nil, err
-	}
-	if a.rec.info != nil {
-		a.agentID = a.rec.info.GetId().GetValue()
-	}
-	a.sum = statusupdate.New(statusupdate.Options{Forward: a.forward, Clock: cfg.Clock, MetaDir: a.meta.updatesDir()})
-	if a.rec.info == nil {
-		// A new agent: updates checkpointed for an old identity are moot.
-		_ = removeAll(a.meta.updatesDir())
-	} else if err := a.sum.Recover(); err != nil {
-		a.log.Warn("recovering status updates", "err", err)
 	}
 	a.http = httpapi.New(backend{a}, a.files, a.log)
 	return a, nil
@@ -163,18 +163,24 @@ func (a *Agent) Start() {
 	})
 }
 
-// Stop ends the agent: it disconnects from the master, shuts down every
-// executor (SHUTDOWN event, then SIGTERM and after the grace period
-// SIGKILL to its process group) and waits for them. Safe to call more than
-// once and before Start.
-//
-// TODO(recovery): once executors can be recovered, an agent restart must
-// leave the executors of checkpointing frameworks running.
+// Stop ends the agent as Mesos's agent exits on SIGTERM: it disconnects
+// from the master and its executors; the executors of checkpointing
+// frameworks keep running (a restarted agent re-attaches to them), the
+// others are shut down (SHUTDOWN event, then SIGTERM and after the grace
+// period SIGKILL to the whole container) and waited for. Safe to call more
+// than once and before Start. Use Shutdown to kill every executor.
 func (a *Agent) Stop() {
 	a.stopOnce.Do(func() { close(a.stop) })
 	if a.started.Load() {
 		<-a.done
 	}
+}
+
+// Shutdown stops the agent and kills every executor, checkpointing or not,
+// as when the master shuts the agent down.
+func (a *Agent) Shutdown() {
+	a.killAll.Store(true)
+	a.Stop()
 }
 
 // Done is closed when the agent has stopped (Stop, or a SHUTDOWN from the
@@ -202,13 +208,14 @@ func (a *Agent) fail(err error) {
 	}
 	a.errMu.Unlock()
 	a.log.Error("agent stopping", "err", err)
+	a.killAll.Store(true)
 	a.stopOnce.Do(func() { close(a.stop) })
 }
 
 // run is the agent's loop: the only goroutine touching loop-owned state.
 func (a *Agent) run() {
 	defer close(a.done)
-	a.connect()
+	a.recoverState()
 	for {
 		select {
 		case f := <-a.inbox:
@@ -286,15 +293,25 @@ func (lt *loopTimer) Stop() {
 	close(lt.cancel)
 }
 
-// shutdown runs when the loop stops: disconnect, kill every executor and
-// wait for them, stop the status update manager.
+// shutdown runs when the loop stops: disconnect, kill the executors (all
+// of them, or those of non-checkpointing frameworks when the agent merely
+// stops, see Stop) and wait for them, stop the status update manager.
 func (a *Agent) shutdown() {
 	a.disconnect(ErrStopped)
 	a.sum.Stop()
+	killAll := a.killAll.Load()
 	var wg sync.WaitGroup
 	for _, fw := range a.frameworks {
 		for _, e := range fw.executors {
 			if e.phase == phaseTerminated || e.containerID == "" {
+				continue
+			}
+			if fw.checkpoint() && !killAll {
+				// Left running: its stream breaks and it re-subscribes
+				// to the next agent process.
+				if e.conn != nil {
+					e.conn.Close()
+				}
 				continue
 			}
 			if e.conn != nil {

@@ -7,7 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"mezzo/agent/containerizer"
 	"mezzo/agent/httpapi"
+	"mezzo/agent/statusupdate"
 	"mezzo/api/executorpb"
 	"mezzo/api/mesos"
 	"mezzo/api/protocol"
@@ -23,10 +25,7 @@ type backend struct{ a *Agent }
 
 var errStopping = httpapi.Errorf(http.StatusServiceUnavailable, "Agent is shutting down")
 
-func (b backend) Recovering() bool {
-	// Recovery of executors is not implemented yet; see recover.go.
-	return false
-}
+func (b backend) Recovering() bool { return b.a.recovering.Load() }
 
 func (b backend) SubscribeExecutor(call *executorpb.Call, s *httpapi.ExecutorStream) error {
 	var err error
@@ -94,6 +93,7 @@ func (a *Agent) subscribeExecutor(call *executorpb.Call, s *httpapi.ExecutorStre
 	e.conn = s
 	e.phase = phaseRunning
 	e.regTimer.Stop()
+	a.executorReregistered(e)
 	go func() {
 		<-s.Done()
 		a.post(func() { a.executorDisconnected(e, s) })
@@ -173,6 +173,16 @@ func (a *Agent) executorUpdate(fw *framework, e *executor, status *mesos.TaskSta
 	if st.Timestamp == nil {
 		st.Timestamp = proto.Float64(float64(a.clock.Now().UnixNano()) / 1e9)
 	}
+	if statusupdate.IsTerminal(st.GetState()) && st.GetState() != mesos.TaskState_TASK_FINISHED {
+		// The container hit a limit (e.g. its task was OOM-killed): that,
+		// not the executor's view of its child's death, is why the task
+		// ended, as Mesos reports it.
+		if l, ok := a.limitation(e.containerID); ok {
+			st.State = mesos.TaskState_TASK_FAILED.Enum()
+			st.Reason = l.Reason.Enum()
+			st.Message = proto.String(l.Message)
+		}
+	}
 	if !a.handleStatus(fw.id, fw.checkpoint(), e, st) {
 		return
 	}
@@ -182,6 +192,14 @@ func (a *Agent) executorUpdate(fw *framework, e *executor, status *mesos.TaskSta
 			Acknowledged: &executorpb.Event_Acknowledged{TaskId: st.GetTaskId(), Uuid: st.GetUuid()},
 		})
 	}
+}
+
+// limitation asks the containerizer whether the container hit a limit.
+func (a *Agent) limitation(containerID string) (containerizer.Limitation, bool) {
+	if lr, ok := a.cz.(containerizer.LimitationReporter); ok {
+		return lr.Limitation(containerID)
+	}
+	return containerizer.Limitation{}, false
 }
 
 // stateView copies the loop's state for /state.
@@ -260,6 +278,12 @@ func (a *Agent) flags() map[string]string {
 		"recovery_timeout":                fmtDur(c.RecoveryTimeout),
 		"registration_backoff_factor":     fmtDur(c.RegistrationBackoff),
 		"http_command_executor":           "false",
+		"recover":                         c.Recover,
+		"reconfiguration_policy":          c.ReconfigurationPolicy,
+		"cgroups_hierarchy":               orDefault(c.Cgroups.Hierarchy, "/sys/fs/cgroup"),
+		"cgroups_root":                    orDefault(c.Cgroups.Root, "mezzo"),
+		"cgroups_enable_cfs":              strconv.FormatBool(c.Cgroups.EnableCFS),
+		"cgroups_limit_swap":              strconv.FormatBool(c.Cgroups.LimitSwap),
 	}
 }
 
@@ -272,7 +296,10 @@ func (a *Agent) metricsSnapshot() map[string]float64 {
 	}
 	m["slave/uptime_secs"] = uptime
 	m["slave/registered"] = b2f(a.conn.registered)
-	m["slave/recovery_errors"] = 0
+	m["slave/recovery_errors"] = float64(a.metrics.recoveryErrors)
+	if a.recovered {
+		m["slave/recovery_time_secs"] = a.recoveryTime.Seconds()
+	}
 	m["slave/frameworks_active"] = float64(len(a.frameworks))
 	states := map[mesos.TaskState]float64{}
 	phases := map[executorPhase]float64{}
@@ -324,6 +351,9 @@ func (a *Agent) metricsSnapshot() map[string]float64 {
 	m["slave/valid_status_updates"] = float64(c.validUpdates)
 	m["slave/invalid_status_updates"] = float64(c.invalidUpdates)
 	m["slave/container_launch_errors"] = float64(c.containerLaunchErrors)
+	m["containerizer/mesos/container_destroy_errors"] = float64(c.containerDestroyErrors)
+	m["containerizer/fetcher/task_fetches_succeeded"] = float64(c.fetchesSucceeded)
+	m["containerizer/fetcher/task_fetches_failed"] = float64(c.fetchesFailed)
 	nonRev, rev := a.total.NonRevocable(), a.total.Revocable()
 	for _, name := range []string{"cpus", "mem", "disk", "gpus"} {
 		total := nonRev.Scalar(name)
@@ -336,6 +366,13 @@ func (a *Agent) metricsSnapshot() map[string]float64 {
 		m["slave/"+name+"_revocable_percent"] = percent(usedRev[name], rtotal)
 	}
 	return m
+}
+
+func orDefault(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
 }
 
 func percent(used, total float64) float64 {

@@ -78,6 +78,17 @@ type Config struct {
 	// Isolation lists isolators, comma separated (--isolation); default
 	// containerizer.DefaultIsolation.
 	Isolation string
+	// Recover is --recover: RecoverReconnect (default) re-attaches to the
+	// executors a previous agent process left running; RecoverCleanup kills
+	// them and starts as a new agent.
+	Recover string
+	// ReconfigurationPolicy is --reconfiguration_policy: PolicyEqual
+	// (default) or PolicyAdditive; a restart whose resources or attributes
+	// differ from the checkpoint in a way the policy forbids fails.
+	ReconfigurationPolicy string
+	// Cgroups configures the cgroups isolators (--cgroups_hierarchy,
+	// --cgroups_root, --cgroups_enable_cfs, --cgroups_limit_swap).
+	Cgroups CgroupsConfig
 	// Containerizer, if set, is used instead of building one from
 	// Containerizers and Isolation (tests, emulation).
 	Containerizer containerizer.Containerizer
@@ -160,6 +171,20 @@ func (c *Config) validate() error {
 	if c.Containerizers == "" {
 		c.Containerizers = "mesos"
 	}
+	switch c.Recover {
+	case "":
+		c.Recover = RecoverReconnect
+	case RecoverReconnect, RecoverCleanup:
+	default:
+		return fmt.Errorf("agent config: 'recover' %q is neither %q nor %q", c.Recover, RecoverReconnect, RecoverCleanup)
+	}
+	switch c.ReconfigurationPolicy {
+	case "":
+		c.ReconfigurationPolicy = PolicyEqual
+	case PolicyEqual, PolicyAdditive:
+	default:
+		return fmt.Errorf("agent config: 'reconfiguration_policy' %q is neither %q nor %q", c.ReconfigurationPolicy, PolicyEqual, PolicyAdditive)
+	}
 	if c.Clock == nil {
 		c.Clock = clock.Real
 	}
@@ -170,6 +195,15 @@ func (c *Config) validate() error {
 		c.HTTPClient = DefaultHTTPClient()
 	}
 	return nil
+}
+
+// CgroupsConfig holds the agent's --cgroups_* flags; the zero value is
+// Mesos's defaults (with mezzo's root cgroup "mezzo").
+type CgroupsConfig struct {
+	Hierarchy string // --cgroups_hierarchy, default /sys/fs/cgroup
+	Root      string // --cgroups_root, default mezzo
+	EnableCFS bool   // --cgroups_enable_cfs
+	LimitSwap bool   // --cgroups_limit_swap
 }
 
 // DefaultHTTPClient returns a client speaking only unencrypted HTTP/2

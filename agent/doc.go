@@ -17,8 +17,21 @@
 // talking to the master) runs on other goroutines and reports back the same
 // way.
 //
-// Recovery seam: the agent ID, the highest master epoch and the framework
-// infos are checkpointed under <work_dir>/meta (atomic writes); re-attaching
-// to executors that survived an agent restart is not implemented yet (see
-// recover.go).
+// Checkpointing and recovery (meta.go, recover.go, recovery.go): the agent
+// ID, the highest master epoch, and the frameworks, executors and tasks it
+// runs are checkpointed under <work_dir>/meta (atomic, checksummed writes);
+// the mesos containerizer checkpoints each container's process and the
+// status update manager its streams. A restarted agent (--recover=reconnect)
+// re-attaches to the executors of checkpointing frameworks that are still
+// running, waits --executor_reregistration_timeout for them to re-subscribe,
+// kills the executors of other frameworks with one terminal update per task,
+// and re-registers under its old ID with its tasks and unacknowledged
+// updates. A new boot id, --recover=cleanup or an incompatible
+// --resources/--attributes change (--reconfiguration_policy) are handled as
+// in Mesos. Stop leaves checkpointing executors running, as Mesos's agent
+// does when it exits; Shutdown and a SHUTDOWN from the master kill them all.
+//
+// Isolation (isolation.go) wires the cgroups and pid namespace isolators
+// into the mesos containerizer; the resource monitor (monitor.go) serves
+// /monitor/statistics and GET_CONTAINERS from the containerizer's usage.
 package agent

@@ -1,8 +1,6 @@
 package agent
 
 import (
-	"context"
-	"errors"
 	"time"
 
 	"mezzo/agent/containerizer"
@@ -96,14 +94,7 @@ func (a *Agent) registrationTimeout(e *executor) {
 // destroyContainer kills the executor's container off the loop; the exit
 // arrives through the container's waiter.
 func (a *Agent) destroyContainer(e *executor, grace time.Duration) {
-	id := e.containerID
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), grace+time.Minute)
-		defer cancel()
-		if err := a.cz.Destroy(ctx, id, grace); err != nil && !errors.Is(err, containerizer.ErrUnknownContainer) {
-			a.log.Warn("destroying container", "container", id, "err", err)
-		}
-	}()
+	a.destroy(e.containerID, grace)
 }
 
 // shutdownExecutor asks the executor to shut down (SHUTDOWN event) and
@@ -156,6 +147,7 @@ func (a *Agent) executorExited(e *executor, term *containerizer.Termination) {
 	}
 	e.phase = phaseTerminated
 	e.launching = false
+	a.executorReregistered(e)
 	e.regTimer.Stop()
 	e.shutdownTimer.Stop()
 	if e.conn != nil {
@@ -175,6 +167,8 @@ func (a *Agent) executorExited(e *executor, term *containerizer.Termination) {
 				msg += ": " + term.Message
 			}
 			switch {
+			case term != nil && term.Limitation != nil:
+				state, reason, msg = mesos.TaskState_TASK_FAILED, term.Limitation.Reason, term.Limitation.Message
 			case e.pending != nil:
 				state, reason, msg = e.pending.state, e.pending.reason, e.pending.message
 			case e.killsSent[id]:
@@ -224,6 +218,11 @@ func (a *Agent) maybeRemoveExecutor(e *executor) {
 		}
 	}
 	fw.completed = append(fw.completed, e)
+	if a.agentID != "" {
+		if err := a.meta.removeExecutor(a.agentID, fw.id, e.id); err != nil {
+			a.log.Warn("removing executor checkpoint", "framework", fw.id, "executor", e.id, "err", err)
+		}
+	}
 	if n := len(fw.completed); n > maxCompletedExecutorsPerFramework {
 		fw.completed = fw.completed[n-maxCompletedExecutorsPerFramework:]
 	}
@@ -345,6 +344,7 @@ func (a *Agent) acknowledge(m *protocol.AgentEvent_Acknowledge) {
 	if fw := a.frameworks[fid]; fw != nil {
 		if e := fw.executorFor(tid); e != nil {
 			e.completeTask(tid)
+			a.forgetTask(e, tid)
 			a.maybeRemoveExecutor(e)
 		}
 	}

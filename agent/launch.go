@@ -128,7 +128,7 @@ func (a *Agent) launch(fw *framework, info *mesos.ExecutorInfo, kind executorKin
 		return
 	}
 	if e == nil {
-		e = a.newExecutor(fw, info, kind)
+		e = a.newExecutor(fw, info, kind, item)
 		if e == nil {
 			for _, id := range ids {
 				a.agentUpdate(fw, nil, id, mesos.TaskState_TASK_FAILED, mesos.TaskStatus_REASON_CONTAINER_LAUNCH_FAILED,
@@ -144,6 +144,9 @@ func (a *Agent) launch(fw *framework, info *mesos.ExecutorInfo, kind executorKin
 	}
 	for _, ti := range tasks {
 		e.addTask(ti, fw.id, a.agentID)
+		if err := a.meta.checkpointTask(a.agentID, fw.id, e.id, e.containerID, ti); err != nil {
+			a.log.Error("checkpointing task", "framework", fw.id, "task", ti.GetTaskId().GetValue(), "err", err)
+		}
 	}
 	e.queue = append(e.queue, item)
 	if err := e.launchErr; err != nil {
@@ -221,7 +224,12 @@ func (a *Agent) executorDir(fwID, execID string) string {
 
 // newExecutor creates the sandbox, attaches it to /files, arms the
 // registration timeout and starts fetching and launching the container.
-func (a *Agent) newExecutor(fw *framework, info *mesos.ExecutorInfo, kind executorKind) *executor {
+//
+// The container is sized for the executor and the tasks it is launched
+// for, as Mesos sizes a container for its executor plus tasks (cpu shares,
+// memory limit). Tasks a running executor gets later do not grow its
+// limits (the containerizer has no update call yet).
+func (a *Agent) newExecutor(fw *framework, info *mesos.ExecutorInfo, kind executorKind, first launchItem) *executor {
 	cid := uuid.NewString()
 	e := &executor{
 		fw: fw, id: info.GetExecutorId().GetValue(), info: info, kind: kind, containerID: cid,
@@ -236,20 +244,25 @@ func (a *Agent) newExecutor(fw *framework, info *mesos.ExecutorInfo, kind execut
 	if err := symlinkAtomic(cid, filepath.Join(runs, "latest")); err != nil {
 		a.log.Warn("linking runs/latest", "dir", runs, "err", err)
 	}
-	latest := filepath.Join(runs, "latest")
-	e.virtualPaths = []string{
-		e.directory,
-		latest,
-		"/frameworks/" + fw.id + "/executors/" + e.id + "/runs/latest",
+	// Checkpointed before the container starts, so that a restarted agent
+	// knows every container it may find running.
+	if err := a.meta.checkpointExecutor(a.agentID, fw.id, info, kind, cid); err != nil {
+		a.log.Error("checkpointing executor", "framework", fw.id, "executor", e.id, "err", err)
 	}
-	for _, v := range e.virtualPaths {
-		a.files.Attach(v, e.directory)
-	}
+	a.attachSandbox(e)
 	fw.executors[e.id] = e
 	fw.order = append(fw.order, e.id)
 	e.regTimer = a.after(a.cfg.ExecutorRegistrationTimeout, func() { a.registrationTimeout(e) })
 
 	cfg, err := a.containerConfig(fw, e)
+	tasks := []*mesos.TaskInfo{first.task}
+	if first.group != nil {
+		tasks = first.group.GetTasks()
+	}
+	cfg.Resources = append([]*mesos.Resource(nil), cfg.Resources...)
+	for _, t := range tasks {
+		cfg.Resources = append(cfg.Resources, t.GetResources()...)
+	}
 	if err != nil {
 		// launch reports it once the tasks are queued.
 		e.launchErr = err
@@ -258,6 +271,19 @@ func (a *Agent) newExecutor(fw *framework, info *mesos.ExecutorInfo, kind execut
 	uris := info.GetCommand().GetUris()
 	go a.startContainer(e, cfg, uris)
 	return e
+}
+
+// attachSandbox makes the executor's sandbox browsable under /files.
+func (a *Agent) attachSandbox(e *executor) {
+	latest := filepath.Join(filepath.Dir(e.directory), "latest")
+	e.virtualPaths = []string{
+		e.directory,
+		latest,
+		"/frameworks/" + e.fw.id + "/executors/" + e.id + "/runs/latest",
+	}
+	for _, v := range e.virtualPaths {
+		a.files.Attach(v, e.directory)
+	}
 }
 
 // startContainer fetches, launches and waits for the container (own
@@ -275,9 +301,10 @@ func (a *Agent) startContainer(e *executor, cfg containerizer.ContainerConfig, u
 	if len(uris) > 0 {
 		if err := fetcher.Fetch(ctx, uris, cfg.Dir, a.cfg.Fetcher); err != nil {
 			err = fmt.Errorf("Failed to fetch all URIs for container '%s': %w", cfg.ContainerID, err)
-			a.post(func() { a.launchFailed(e, err) })
+			a.post(func() { a.metrics.fetchesFailed++; a.launchFailed(e, err) })
 			return
 		}
+		a.post(func() { a.metrics.fetchesSucceeded++ })
 	}
 	c, err := a.cz.Launch(ctx, cfg)
 	if err != nil {

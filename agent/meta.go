@@ -1,8 +1,11 @@
 package agent
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -18,9 +21,23 @@ import (
 //	meta/boot_id                                   boot id when the agent registered
 //	meta/epoch                                     highest master epoch accepted
 //	meta/slaves/latest -> <agent id>               symlink to the current agent
-//	meta/slaves/<id>/slave.info                    AgentInfo (protobuf)
-//	meta/slaves/<id>/frameworks/<fw>/framework.info FrameworkInfo (protobuf)
+//	meta/slaves/<id>/slave.info                    AgentInfo
+//	meta/slaves/<id>/frameworks/<fw>/framework.info FrameworkInfo
+//	  .../executors/<ex>/executor.info             ExecutorInfo
+//	  .../executors/<ex>/executor.kind             "command", "default" or "custom"
+//	  .../executors/<ex>/runs/latest -> <container> the executor's current container
+//	  .../executors/<ex>/runs/<container>/tasks/<task>/task.info  TaskInfo
 //	meta/updates/...                               owned by agent/statusupdate
+//	meta/containers/<container>/pid                owned by the mesos containerizer
+//
+// Unlike Mesos, the agent records frameworks, executors and tasks of every
+// framework, not only checkpointing ones: after a restart it must find the
+// executors of non-checkpointing frameworks to kill them and report each
+// of their tasks exactly once. Status updates are checkpointed only for
+// checkpointing frameworks (statusupdate).
+//
+// Every protobuf file is framed (see writeProto) so that a torn or corrupt
+// file is detected and named rather than half-read.
 type metaDir string
 
 func (m metaDir) root() string                   { return string(m) }
@@ -36,6 +53,13 @@ func (m metaDir) frameworkDir(agentID, fwID string) string {
 }
 func (m metaDir) frameworkInfoPath(agentID, fwID string) string {
 	return filepath.Join(m.frameworkDir(agentID, fwID), "framework.info")
+}
+func (m metaDir) containersDir() string { return filepath.Join(string(m), "containers") }
+func (m metaDir) executorDir(agentID, fwID, execID string) string {
+	return filepath.Join(m.frameworkDir(agentID, fwID), "executors", safeName(execID))
+}
+func (m metaDir) taskDir(agentID, fwID, execID, containerID, taskID string) string {
+	return filepath.Join(m.executorDir(agentID, fwID, execID), "runs", safeName(containerID), "tasks", safeName(taskID))
 }
 
 // safeName makes an ID usable as one path element: IDs come from the
@@ -107,21 +131,78 @@ func symlinkAtomic(target, link string) error {
 	return syncDir(dir)
 }
 
+// checkpointMagic starts every protobuf checkpoint file. The frame is
+//
+//	"MZC1" | length (uint32, big endian) | CRC-32C of the payload | payload
+//
+// so a file cut short or damaged is reported as such: a bare protobuf cut
+// at a field boundary would silently decode as a shorter message.
+var checkpointMagic = []byte("MZC1")
+
+const checkpointHeader = 12
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// CorruptCheckpointError reports a checkpoint file that cannot be read back.
+type CorruptCheckpointError struct {
+	File   string
+	Reason string
+}
+
+func (e *CorruptCheckpointError) Error() string {
+	return fmt.Sprintf("corrupt checkpoint %s: %s", e.File, e.Reason)
+}
+
+func frameCheckpoint(payload []byte) []byte {
+	out := make([]byte, checkpointHeader, checkpointHeader+len(payload))
+	copy(out, checkpointMagic)
+	binary.BigEndian.PutUint32(out[4:8], uint32(len(payload)))
+	binary.BigEndian.PutUint32(out[8:12], crc32.Checksum(payload, castagnoli))
+	return append(out, payload...)
+}
+
+// unframeCheckpoint returns the payload of a framed file's content; the
+// error says what is wrong without naming the file.
+func unframeCheckpoint(b []byte) ([]byte, error) {
+	if len(b) < checkpointHeader {
+		return nil, fmt.Errorf("torn header (%d of %d bytes)", len(b), checkpointHeader)
+	}
+	if !bytes.Equal(b[:4], checkpointMagic) {
+		return nil, fmt.Errorf("not a mezzo checkpoint (magic %q)", b[:4])
+	}
+	n := binary.BigEndian.Uint32(b[4:8])
+	if uint64(len(b)-checkpointHeader) != uint64(n) {
+		return nil, fmt.Errorf("torn or padded payload (%d bytes, header says %d)", len(b)-checkpointHeader, n)
+	}
+	payload := b[checkpointHeader:]
+	if crc32.Checksum(payload, castagnoli) != binary.BigEndian.Uint32(b[8:12]) {
+		return nil, errors.New("checksum mismatch")
+	}
+	return payload, nil
+}
+
 func writeProto(path string, m proto.Message) error {
 	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
 	if err != nil {
 		return err
 	}
-	return writeAtomic(path, b)
+	return writeAtomic(path, frameCheckpoint(b))
 }
 
+// readProto reads a framed protobuf file. A missing file is returned as
+// is (errors.Is(err, os.ErrNotExist)); anything unreadable is a
+// *CorruptCheckpointError naming the file.
 func readProto(path string, m proto.Message) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
-	if err := proto.Unmarshal(b, m); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+	payload, err := unframeCheckpoint(b)
+	if err != nil {
+		return &CorruptCheckpointError{File: path, Reason: err.Error()}
+	}
+	if err := proto.Unmarshal(payload, m); err != nil {
+		return &CorruptCheckpointError{File: path, Reason: err.Error()}
 	}
 	return nil
 }
@@ -156,3 +237,35 @@ func (m metaDir) removeFramework(agentID, fwID string) error {
 }
 
 func removeAll(path string) error { return os.RemoveAll(path) }
+
+// executorKindName names an executorKind in executor.kind.
+var executorKindName = map[executorKind]string{kindCustom: "custom", kindCommand: "command", kindDefault: "default"}
+
+// checkpointExecutor records an executor and its new container before the
+// container is launched.
+func (m metaDir) checkpointExecutor(agentID, fwID string, info *mesos.ExecutorInfo, kind executorKind, containerID string) error {
+	dir := m.executorDir(agentID, fwID, info.GetExecutorId().GetValue())
+	if err := writeProto(filepath.Join(dir, "executor.info"), info); err != nil {
+		return err
+	}
+	if err := writeAtomic(filepath.Join(dir, "executor.kind"), []byte(executorKindName[kind]+"\n")); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "runs", safeName(containerID)), 0o755); err != nil {
+		return err
+	}
+	return symlinkAtomic(safeName(containerID), filepath.Join(dir, "runs", "latest"))
+}
+
+func (m metaDir) checkpointTask(agentID, fwID, execID, containerID string, info *mesos.TaskInfo) error {
+	dir := m.taskDir(agentID, fwID, execID, containerID, info.GetTaskId().GetValue())
+	return writeProto(filepath.Join(dir, "task.info"), info)
+}
+
+func (m metaDir) removeTask(agentID, fwID, execID, containerID, taskID string) error {
+	return os.RemoveAll(m.taskDir(agentID, fwID, execID, containerID, taskID))
+}
+
+func (m metaDir) removeExecutor(agentID, fwID, execID string) error {
+	return os.RemoveAll(m.executorDir(agentID, fwID, execID))
+}

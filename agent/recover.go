@@ -5,31 +5,57 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 
 	"mezzo/api/mesos"
 )
 
+// Recovery modes (--recover), as Mesos's.
+const (
+	// RecoverReconnect re-attaches to the executors a previous agent
+	// process left running (the default).
+	RecoverReconnect = "reconnect"
+	// RecoverCleanup kills them and starts as a new agent.
+	RecoverCleanup = "cleanup"
+)
+
 // recovered is what an agent restart finds under <work_dir>/meta.
 type recovered struct {
 	info       *mesos.AgentInfo // nil: register as a new agent
 	epoch      uint64
-	frameworks []*mesos.FrameworkInfo
+	bootID     string // boot id of the checkpoint ("" if none)
+	rebooted   bool   // the checkpoint is from another boot of the host
+	frameworks []*recoveredFramework
 }
 
-// recoverMeta reads the checkpointed identity. A different boot id (the
-// host rebooted) or no checkpoint means starting as a new agent, as Mesos
-// does. Executors are not re-attached yet: that is the seam for full
-// checkpoint/recovery (reconnecting to executors of checkpointing
-// frameworks through MESOS_RECOVERY_TIMEOUT, replaying their updates); the
-// status update manager already recovers its streams on its own.
+type recoveredFramework struct {
+	info      *mesos.FrameworkInfo
+	executors []*recoveredExecutor
+}
+
+type recoveredExecutor struct {
+	info        *mesos.ExecutorInfo
+	kind        executorKind
+	containerID string
+	tasks       []*mesos.TaskInfo
+}
+
+// recoverMeta reads the checkpointed agent: its identity and the
+// frameworks, executors and tasks it ran. A different boot id (the host
+// rebooted) or no checkpoint means starting as a new agent, as Mesos does.
+// A checkpoint file that exists but cannot be read is an error naming the
+// file (Mesos's --strict); files a crash may leave half-made (a directory
+// without its info file) are skipped.
 func recoverMeta(m metaDir, bootID string) (*recovered, error) {
 	r := &recovered{}
 	if b, err := os.ReadFile(m.epochPath()); err == nil {
-		if e, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64); err == nil {
-			r.epoch = e
+		e, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("recovering agent: corrupt checkpoint %s: %v", m.epochPath(), err)
 		}
+		r.epoch = e
 	}
 	target, err := os.Readlink(m.latestPath())
 	if errors.Is(err, os.ErrNotExist) {
@@ -38,27 +64,137 @@ func recoverMeta(m metaDir, bootID string) (*recovered, error) {
 	if err != nil {
 		return nil, fmt.Errorf("recovering agent: %w", err)
 	}
-	if prev, err := os.ReadFile(m.bootIDPath()); err == nil && bootID != "" && strings.TrimSpace(string(prev)) != bootID {
-		// The host rebooted: the old agent's executors are gone.
-		return r, nil
+	if prev, err := os.ReadFile(m.bootIDPath()); err == nil {
+		r.bootID = strings.TrimSpace(string(prev))
+		if bootID != "" && r.bootID != bootID {
+			// The host rebooted: the old agent's executors are gone.
+			r.rebooted = true
+			return r, nil
+		}
 	}
+	agentDir := filepath.Join(m.slavesDir(), target)
 	info := &mesos.AgentInfo{}
-	if err := readProto(filepath.Join(m.slavesDir(), target, "slave.info"), info); err != nil {
+	if err := readProto(filepath.Join(agentDir, "slave.info"), info); err != nil {
 		return nil, fmt.Errorf("recovering agent: %w", err)
 	}
 	if info.GetId().GetValue() == "" {
-		return nil, fmt.Errorf("recovering agent: %s has no agent id", filepath.Join(m.slavesDir(), target, "slave.info"))
+		return nil, fmt.Errorf("recovering agent: %s has no agent id", filepath.Join(agentDir, "slave.info"))
 	}
 	r.info = info
-	fwDirs, _ := os.ReadDir(filepath.Join(m.slavesDir(), target, "frameworks"))
+	fwDirs, err := readDirNames(filepath.Join(agentDir, "frameworks"))
+	if err != nil {
+		return nil, fmt.Errorf("recovering agent: %w", err)
+	}
 	for _, d := range fwDirs {
-		fi := &mesos.FrameworkInfo{}
-		if err := readProto(filepath.Join(m.slavesDir(), target, "frameworks", d.Name(), "framework.info"), fi); err != nil {
-			continue // a framework without a readable info has nothing to recover
+		fw, err := recoverFramework(filepath.Join(agentDir, "frameworks", d))
+		if err != nil {
+			return nil, fmt.Errorf("recovering agent: %w", err)
 		}
-		r.frameworks = append(r.frameworks, fi)
+		if fw != nil {
+			r.frameworks = append(r.frameworks, fw)
+		}
 	}
 	return r, nil
+}
+
+// recoverFramework reads one framework directory; nil if it holds no
+// framework.info (a crash while it was being created).
+func recoverFramework(dir string) (*recoveredFramework, error) {
+	fi := &mesos.FrameworkInfo{}
+	if err := readProto(filepath.Join(dir, "framework.info"), fi); errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	if fi.GetId().GetValue() == "" {
+		return nil, &CorruptCheckpointError{File: filepath.Join(dir, "framework.info"), Reason: "no framework id"}
+	}
+	fw := &recoveredFramework{info: fi}
+	exDirs, err := readDirNames(filepath.Join(dir, "executors"))
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range exDirs {
+		e, err := recoverExecutor(filepath.Join(dir, "executors", d))
+		if err != nil {
+			return nil, err
+		}
+		if e != nil {
+			fw.executors = append(fw.executors, e)
+		}
+	}
+	return fw, nil
+}
+
+func recoverExecutor(dir string) (*recoveredExecutor, error) {
+	info := &mesos.ExecutorInfo{}
+	if err := readProto(filepath.Join(dir, "executor.info"), info); errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	if info.GetExecutorId().GetValue() == "" {
+		return nil, &CorruptCheckpointError{File: filepath.Join(dir, "executor.info"), Reason: "no executor id"}
+	}
+	kindPath := filepath.Join(dir, "executor.kind")
+	b, err := os.ReadFile(kindPath)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	e := &recoveredExecutor{info: info, kind: -1}
+	for k, name := range executorKindName {
+		if strings.TrimSpace(string(b)) == name {
+			e.kind = k
+		}
+	}
+	if e.kind < 0 {
+		return nil, &CorruptCheckpointError{File: kindPath, Reason: fmt.Sprintf("unknown executor kind %q", strings.TrimSpace(string(b)))}
+	}
+	cid, err := os.Readlink(filepath.Join(dir, "runs", "latest"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	e.containerID = cid
+	taskDirs, err := readDirNames(filepath.Join(dir, "runs", cid, "tasks"))
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range taskDirs {
+		ti := &mesos.TaskInfo{}
+		err := readProto(filepath.Join(dir, "runs", cid, "tasks", d, "task.info"), ti)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		e.tasks = append(e.tasks, ti)
+	}
+	return e, nil
+}
+
+// readDirNames lists the directories in dir, sorted; none if dir does not
+// exist.
+func readDirNames(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() {
+			out = append(out, e.Name())
+		}
+	}
+	sort.Strings(out)
+	return out, nil
 }
 
 // readBootID returns this boot's id ("" where the kernel does not say).
@@ -68,4 +204,40 @@ func readBootID() string {
 		return ""
 	}
 	return strings.TrimSpace(string(b))
+}
+
+// checkpointedStreams lists the (framework, task) of every status update
+// stream checkpointed under dir, before the manager's Recover deletes the
+// finished ones: a task whose stream was there and is gone after Recover
+// had its terminal update acknowledged, so it is complete. The directory
+// names are statusupdate's escaped IDs (bytes outside [A-Za-z0-9._-] as
+// %XX, "" as "%").
+func checkpointedStreams(dir string) map[[2]string]bool {
+	out := map[[2]string]bool{}
+	fws, _ := readDirNames(dir)
+	for _, fw := range fws {
+		tasks, _ := readDirNames(filepath.Join(dir, fw))
+		for _, t := range tasks {
+			out[[2]string{unescapeStreamName(fw), unescapeStreamName(t)}] = true
+		}
+	}
+	return out
+}
+
+func unescapeStreamName(s string) string {
+	if s == "%" {
+		return ""
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+3], 16, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 2
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }

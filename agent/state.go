@@ -111,6 +111,9 @@ type executor struct {
 	killsSent map[string]bool
 	// pending is set when the agent decided to end the executor.
 	pending *termination
+	// recovered: re-attached after an agent restart (its process is not
+	// a child of this agent process).
+	recovered bool
 
 	regTimer      *loopTimer
 	shutdownTimer *loopTimer

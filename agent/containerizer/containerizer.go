@@ -2,8 +2,11 @@
 // Containerizer interface the agent loop (package agent) launches, waits on
 // and destroys executors through, the `mesos` containerizer (executors as
 // plain processes, each in its own session and process group, with an
-// isolator seam for cgroups and namespaces), and a name→factory registry
-// that the agent's --containerizers and --isolation flags select from.
+// isolators for cgroups and namespaces that may report limitations and
+// usage), the runtime checkpoint of each container's process with which a
+// restarted agent re-attaches to its executors (Recover), and a
+// name→factory registry that the agent's --containerizers and --isolation
+// flags select from.
 package containerizer
 
 import (
@@ -64,6 +67,27 @@ type Termination struct {
 	// Message describes the termination for status updates, e.g.
 	// "Command exited with status 1".
 	Message string
+	// Limitation is set when an isolator ended the container for exceeding
+	// a resource limit (e.g. the memory limit); it takes precedence over
+	// Destroyed when the agent reports the end.
+	Limitation *Limitation
+	// Recovered is true for a container re-attached after an agent restart:
+	// its process was not a child of this process, so its exit status is
+	// unknown (Status 0, ExitCode -1).
+	Recovered bool
+}
+
+// Limitation says that a container hit a resource limit and was ended
+// for it, as Mesos's isolators report a ContainerLimitation. The agent
+// turns it into TASK_FAILED with Reason and Message.
+type Limitation struct {
+	// Reason is the TaskStatus reason, e.g.
+	// REASON_CONTAINER_LIMITATION_MEMORY.
+	Reason mesos.TaskStatus_Reason
+	// Message explains the limitation ("Memory limit exceeded: ...").
+	Message string
+	// Resources is what was exceeded (e.g. mem with the usage reached).
+	Resources []*mesos.Resource
 }
 
 // Errors returned by containerizers; compare with errors.Is.
@@ -89,6 +113,50 @@ type Containerizer interface {
 	Containers() []string
 }
 
+// The optional interfaces below are implemented by the mesos containerizer;
+// the agent finds them by type assertion, so other containerizers (docker)
+// need not provide them.
+
+// LimitationReporter reports resource limitations early.
+type LimitationReporter interface {
+	// Limitation returns the resource limitation an isolator reported for
+	// the container, as soon as it is known (the container may still be
+	// being destroyed).
+	Limitation(id string) (Limitation, bool)
+}
+
+// UsageReporter measures containers for /monitor/statistics.
+type UsageReporter interface {
+	// Usage measures a live container's resource usage: the first Usager
+	// isolator's ResourceStatistics, else the cpu times and resident memory
+	// of its processes from /proc (as Mesos's posix isolators).
+	Usage(ctx context.Context, id string) (*mesos.ResourceStatistics, error)
+}
+
+// Recoverer re-attaches to containers after an agent restart.
+type Recoverer interface {
+	// Recover re-attaches to the containers a previous process launched
+	// with the same Options.RuntimeDir (an agent restart). It returns them
+	// sorted by ID: live ones can be waited on and destroyed as if launched
+	// by this process; those whose process ended meanwhile are returned
+	// with Ended set and Wait reports their termination. A corrupt
+	// checkpoint is an error naming the file. Call it once, before Launch.
+	Recover(ctx context.Context) ([]Recovered, error)
+}
+
+var (
+	_ LimitationReporter = (*Mesos)(nil)
+	_ UsageReporter      = (*Mesos)(nil)
+	_ Recoverer          = (*Mesos)(nil)
+)
+
+// Recovered is a container found by Recover.
+type Recovered struct {
+	Container
+	// Ended: the process had exited before Recover looked.
+	Ended bool
+}
+
 // Options are given to containerizer and isolator factories.
 type Options struct {
 	// Isolation lists the isolators to use, by registered name
@@ -98,6 +166,15 @@ type Options struct {
 	Clock clock.Clock
 	// Logger receives diagnostics; nil discards them.
 	Logger *slog.Logger
+	// RuntimeDir is where the containerizer checkpoints each live
+	// container's process (pid and start time) so that Recover can
+	// re-attach to it after a restart, like Mesos's --runtime_dir. Empty
+	// disables checkpointing and recovery.
+	RuntimeDir string
+	// Adapt, when set, is applied to every isolator built from Isolation:
+	// it lets the wiring expose isolator packages' own limitation and usage
+	// hooks through the Limiter and Usager interfaces declared here.
+	Adapt func(Isolator) Isolator
 }
 
 // DefaultIsolation is Mesos's default --isolation.
@@ -210,6 +287,9 @@ func NewIsolators(names []string, opts Options) ([]Isolator, error) {
 		iso, err := f(opts)
 		if err != nil {
 			return nil, fmt.Errorf("isolation: %s: %w", n, err)
+		}
+		if opts.Adapt != nil {
+			iso = opts.Adapt(iso)
 		}
 		out = append(out, iso)
 	}

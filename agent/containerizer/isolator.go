@@ -3,21 +3,41 @@ package containerizer
 import (
 	"context"
 	"syscall"
+
+	"mezzo/api/mesos"
 )
 
 // Isolator confines one aspect of a container (cpu, memory, namespaces).
 // The mesos containerizer calls Prepare before the process starts, Isolate
 // once it has a pid, and Cleanup after the container has terminated (also
-// when the launch failed after Prepare).
-//
-// cgroups isolators come later; with cgroups v2 Prepare can place the
-// process in its cgroup from birth through LaunchSpec.SysProcAttr
-// (UseCgroupFD/CgroupFD), so no user code runs unconfined.
+// when the launch failed after Prepare, and for a container recovered after
+// an agent restart, which the isolator did not prepare in this process).
+// Isolators may also implement Limiter and Usager.
 type Isolator interface {
 	Name() string
 	Prepare(ctx context.Context, cfg *ContainerConfig, spec *LaunchSpec) error
 	Isolate(ctx context.Context, containerID string, pid int) error
 	Cleanup(ctx context.Context, containerID string) error
+}
+
+// Limiter is an optional interface of isolators that detect a container
+// exceeding a limit (e.g. the memory cgroup's OOM killer). The mesos
+// containerizer calls Limitations once Isolate has succeeded and keeps one
+// goroutine reading the channel: a Limitation is recorded for the container
+// and the container is destroyed. The channel carries at most one value and
+// is closed when the isolator's Cleanup for the container returns, so every
+// limitation is known once Cleanup is done and the channel drained.
+type Limiter interface {
+	Isolator
+	Limitations(containerID string) <-chan Limitation
+}
+
+// Usager is an optional interface of isolators that measure a container's
+// usage. The containerizer asks its Usagers in order and returns the first
+// answer.
+type Usager interface {
+	Isolator
+	Usage(containerID string) (*mesos.ResourceStatistics, error)
 }
 
 // LaunchSpec is what isolators may adjust before the process starts.

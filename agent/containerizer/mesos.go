@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"mezzo/api/mesos"
 	"mezzo/internal/clock"
 )
 
@@ -31,9 +32,10 @@ const maxTerminated = 1024
 // When the main process ends the rest of its process group is killed, as
 // Mesos destroys a container whose executor exited.
 type Mesos struct {
-	clock     clock.Clock
-	log       *slog.Logger
-	isolators []Isolator
+	clock      clock.Clock
+	log        *slog.Logger
+	isolators  []Isolator
+	runtimeDir string
 
 	mu         sync.Mutex
 	live       map[string]*proc
@@ -48,6 +50,25 @@ type proc struct {
 	done      chan struct{} // closed once term is set
 	term      Termination
 	destroyed bool // Destroy was called (guarded by Mesos.mu)
+	// limitation is the first limitation an isolator reported (guarded by
+	// Mesos.mu); watchers counts the goroutines reading Limiter channels.
+	limitation *Limitation
+	watchers   sync.WaitGroup
+	// startTicks is set for a recovered process (not our child): its pid
+	// may be recycled once it has ended, so signals to its process group
+	// are sent only while the pid still names the same process.
+	startTicks uint64
+}
+
+// signalGroup signals the container's process group, unless the container
+// was recovered and its pid now names another process.
+func (p *proc) signalGroup(sig syscall.Signal) {
+	if p.startTicks != 0 {
+		if st, err := readProcStat(p.pid); err == nil && st.startTicks != p.startTicks {
+			return
+		}
+	}
+	killGroup(p.pid, sig)
 }
 
 // NewMesos builds a mesos containerizer with opts.Isolation (default
@@ -69,7 +90,8 @@ func NewMesos(opts Options) (*Mesos, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Mesos{clock: c, log: log, isolators: isos, live: map[string]*proc{}, terminated: map[string]*proc{}}, nil
+	return &Mesos{clock: c, log: log, isolators: isos, runtimeDir: opts.RuntimeDir,
+		live: map[string]*proc{}, terminated: map[string]*proc{}}, nil
 }
 
 // Launch implements Containerizer.
@@ -153,14 +175,25 @@ func (m *Mesos) start(ctx context.Context, cfg *ContainerConfig, p *proc) (Conta
 	p.pid = cmd.Process.Pid
 	p.started = m.clock.Now()
 	m.mu.Unlock()
+	abort := func(err error) (Container, error) {
+		killGroup(p.pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+		cleanup()
+		m.forgetRuntime(cfg.ContainerID)
+		return Container{}, fmt.Errorf("launch %s: %w", cfg.ContainerID, err)
+	}
+	// Checkpoint the process before Isolate lets it run (isolators that
+	// place it after the start hold it in their init step until then), so
+	// an agent crash cannot leave an executor nobody knows about.
+	if err := m.checkpointRuntime(cfg.ContainerID, p.pid, p.started); err != nil {
+		return abort(err)
+	}
 	for _, iso := range m.isolators {
 		if err := iso.Isolate(ctx, cfg.ContainerID, p.pid); err != nil {
-			killGroup(p.pid, syscall.SIGKILL)
-			_ = cmd.Wait()
-			cleanup()
-			return Container{}, fmt.Errorf("launch %s: isolator %s: %w", cfg.ContainerID, iso.Name(), err)
+			return abort(fmt.Errorf("isolator %s: %w", iso.Name(), err))
 		}
 	}
+	m.watchLimitations(p)
 	go m.reap(cmd, p, cleanup)
 	return Container{ID: cfg.ContainerID, Pid: p.pid, Started: p.started}, nil
 }
@@ -175,10 +208,47 @@ func (m *Mesos) reap(cmd *exec.Cmd, p *proc, cleanup func()) {
 	err := cmd.Wait()
 	killGroup(p.pid, syscall.SIGKILL)
 	cleanup()
-	term := termination(cmd, err)
+	m.finish(p, termination(cmd, err))
+}
+
+// watchLimitations starts one goroutine per Limiter isolator: a reported
+// limitation is recorded and the container destroyed at once.
+func (m *Mesos) watchLimitations(p *proc) {
+	for _, iso := range m.isolators {
+		l, ok := iso.(Limiter)
+		if !ok {
+			continue
+		}
+		ch := l.Limitations(p.id)
+		p.watchers.Add(1)
+		go func() {
+			defer p.watchers.Done()
+			for lim := range ch {
+				m.mu.Lock()
+				first := p.limitation == nil
+				if first {
+					p.limitation = &lim
+				}
+				m.mu.Unlock()
+				if first {
+					m.log.Info("container reached a limit; destroying it", "container", p.id, "reason", lim.Reason.String())
+					go m.Destroy(context.Background(), p.id, 0)
+				}
+			}
+		}()
+	}
+}
+
+// finish publishes a container's termination once its isolators are
+// cleaned up: it waits for the limitation watchers (their channels close
+// when Cleanup returns) so a limitation found at cleanup is included.
+func (m *Mesos) finish(p *proc, term Termination) {
+	p.watchers.Wait()
+	m.forgetRuntime(p.id)
 
 	m.mu.Lock()
 	term.Destroyed = p.destroyed
+	term.Limitation = p.limitation
 	p.term = term
 	delete(m.live, p.id)
 	m.terminated[p.id] = p
@@ -269,11 +339,10 @@ func (m *Mesos) Destroy(ctx context.Context, id string, grace time.Duration) err
 		return fmt.Errorf("destroy %s: the container is still launching", id)
 	}
 	p.destroyed = true
-	pid := p.pid
 	m.mu.Unlock()
 
 	if grace > 0 {
-		killGroup(pid, syscall.SIGTERM)
+		p.signalGroup(syscall.SIGTERM)
 		t := m.clock.NewTimer(grace)
 		select {
 		case <-p.done:
@@ -284,13 +353,58 @@ func (m *Mesos) Destroy(ctx context.Context, id string, grace time.Duration) err
 			t.Stop()
 		}
 	}
-	killGroup(pid, syscall.SIGKILL)
+	p.signalGroup(syscall.SIGKILL)
 	select {
 	case <-p.done:
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("destroy %s: %w", id, ctx.Err())
 	}
+}
+
+// Limitation implements Containerizer.
+func (m *Mesos) Limitation(id string) (Limitation, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := m.live[id]
+	if p == nil {
+		p = m.terminated[id]
+	}
+	if p == nil || p.limitation == nil {
+		return Limitation{}, false
+	}
+	return *p.limitation, true
+}
+
+// Usage implements Containerizer: the first Usager isolator's answer, or
+// without one, the posix measurement of the container's session.
+func (m *Mesos) Usage(_ context.Context, id string) (*mesos.ResourceStatistics, error) {
+	m.mu.Lock()
+	p := m.live[id]
+	m.mu.Unlock()
+	if p == nil || p.pid == 0 {
+		return nil, fmt.Errorf("usage %s: %w", id, ErrUnknownContainer)
+	}
+	var errs []error
+	for _, iso := range m.isolators {
+		u, ok := iso.(Usager)
+		if !ok {
+			continue
+		}
+		st, err := u.Usage(id)
+		if err == nil {
+			return st, nil
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", iso.Name(), err))
+	}
+	if len(errs) == 0 {
+		st, err := posixUsage(p.pid, m.clock.Now())
+		if err != nil {
+			return nil, fmt.Errorf("usage %s: %w", id, err)
+		}
+		return st, nil
+	}
+	return nil, fmt.Errorf("usage %s: %w", id, errors.Join(errs...))
 }
 
 // Containers implements Containerizer.

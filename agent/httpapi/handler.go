@@ -1,7 +1,8 @@
 // Package httpapi is the agent's HTTP surface: the v1 executor API
-// (POST /api/v1/executor), the classic read endpoints (/state, /health,
-// /metrics/snapshot, each also under /slave(1)/) and the mount point of
-// /files/*. It owns decoding, validation, media-type negotiation, RecordIO
+// (POST /api/v1/executor), the v1 operator API (POST /api/v1: GET_HEALTH,
+// GET_METRICS, GET_CONTAINERS), the classic read endpoints (/state,
+// /health, /metrics/snapshot, /monitor/statistics, each also under
+// /slave(1)/) and the mount point of /files/*. It owns decoding, validation, media-type negotiation, RecordIO
 // streaming and the classic JSON rendering; the agent loop (package agent)
 // owns the state and implements Backend. The agent builds the handler with
 // New and serves it on its ip:port.
@@ -37,6 +38,9 @@ type Backend interface {
 	State() (*StateView, error)
 	// Metrics returns the /metrics/snapshot values.
 	Metrics() (map[string]float64, error)
+	// Containers lists the executors' containers with their measured
+	// usage (/monitor/statistics, GET_CONTAINERS).
+	Containers() ([]ContainerUsage, error)
 }
 
 // Error is a refusal with an HTTP status and a text/plain message.
@@ -83,6 +87,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 	case path == "/metrics/snapshot":
 		h.metrics(w, r)
+	case path == "/monitor/statistics" || path == "/monitor/statistics.json":
+		h.monitorStatistics(w, r)
+	case path == "/api/v1":
+		h.operator(w, r)
 	case strings.HasPrefix(path, "/files/") && h.files != nil:
 		h.files.ServeHTTP(w, r)
 	default:

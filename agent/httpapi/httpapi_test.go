@@ -20,6 +20,7 @@ import (
 )
 
 type fakeBackend struct {
+	containers []ContainerUsage
 	recovering bool
 	subErr     error
 	callErr    error
@@ -42,6 +43,9 @@ func (f *fakeBackend) ExecutorCall(c *executorpb.Call) error {
 	return f.callErr
 }
 func (f *fakeBackend) State() (*StateView, error) { return f.view, nil }
+func (f *fakeBackend) Containers() ([]ContainerUsage, error) {
+	return f.containers, nil
+}
 func (f *fakeBackend) Metrics() (map[string]float64, error) {
 	return map[string]float64{"slave/registered": 1}, nil
 }

@@ -21,6 +21,10 @@ type agentFlags struct {
 	master, ip, hostname, workDir, resources, attributes, logLevel string
 	port                                                           int
 	registrationTimeout, shutdownGrace                             *time.Duration
+	reregistrationTimeout, recoveryTimeout                         *time.Duration
+	containerizers, isolation, recover, reconfigurationPolicy      string
+	cgroupsHierarchy, cgroupsRoot                                  string
+	cgroupsEnableCFS, cgroupsLimitSwap                             bool
 }
 
 func addAgentFlags(fs *flag.FlagSet, withMaster bool) *agentFlags {
@@ -37,6 +41,21 @@ func addAgentFlags(fs *flag.FlagSet, withMaster bool) *agentFlags {
 	fs.StringVar(&f.attributes, "attributes", "", "attributes, e.g. 'rack:r1;zone:a'")
 	f.registrationTimeout = durationFlag(fs, "executor_registration_timeout", time.Minute, "time an executor has to subscribe")
 	f.shutdownGrace = durationFlag(fs, "executor_shutdown_grace_period", 5*time.Second, "time an executor has to exit after SHUTDOWN")
+	f.reregistrationTimeout = durationFlag(fs, "executor_reregistration_timeout", 2*time.Second,
+		"time recovered executors have to re-subscribe after an agent restart")
+	f.recoveryTimeout = durationFlag(fs, "recovery_timeout", 15*time.Minute,
+		"time checkpointing executors keep trying to reach a restarting agent before they exit")
+	fs.StringVar(&f.containerizers, "containerizers", "mesos", "containerizer to run executors with")
+	fs.StringVar(&f.isolation, "isolation", "posix/cpu,posix/mem",
+		"isolators, comma separated: cgroups/cpu, cgroups/mem, cgroups/all, namespaces/pid, filesystem/posix, posix/cpu, posix/mem")
+	fs.StringVar(&f.recover, "recover", "reconnect",
+		"after a restart: 'reconnect' to the executors left running, or 'cleanup' to kill them and register as a new agent")
+	fs.StringVar(&f.reconfigurationPolicy, "reconfiguration_policy", "equal",
+		"what a restart may change in --resources/--attributes: 'equal' (nothing) or 'additive' (only additions)")
+	fs.StringVar(&f.cgroupsHierarchy, "cgroups_hierarchy", "/sys/fs/cgroup", "where cgroups are mounted")
+	fs.StringVar(&f.cgroupsRoot, "cgroups_root", "mezzo", "cgroup under which containers' cgroups are made")
+	fs.BoolVar(&f.cgroupsEnableCFS, "cgroups_enable_cfs", false, "hard-limit cpu with CFS quota (cgroups/cpu)")
+	fs.BoolVar(&f.cgroupsLimitSwap, "cgroups_limit_swap", false, "limit memory plus swap to the memory limit (cgroups/mem)")
 	return f
 }
 
@@ -56,18 +75,30 @@ func startAgent(ctx context.Context, f *agentFlags, ln net.Listener, client *htt
 	}
 	addr := ln.Addr().(*net.TCPAddr)
 	a, err := agent.New(agent.Config{
-		Masters:                     strings.Split(f.master, ","),
-		IP:                          addr.IP.String(),
-		Port:                        addr.Port,
-		Hostname:                    hostnameOr(f.hostname),
-		WorkDir:                     f.workDir,
-		Resources:                   f.resources,
-		Attributes:                  f.attributes,
-		ExecutorRegistrationTimeout: *f.registrationTimeout,
-		ExecutorShutdownGracePeriod: *f.shutdownGrace,
-		HTTPClient:                  client,
-		Logger:                      log,
-		Version:                     version.Version,
+		Masters:                       strings.Split(f.master, ","),
+		IP:                            addr.IP.String(),
+		Port:                          addr.Port,
+		Hostname:                      hostnameOr(f.hostname),
+		WorkDir:                       f.workDir,
+		Resources:                     f.resources,
+		Attributes:                    f.attributes,
+		ExecutorRegistrationTimeout:   *f.registrationTimeout,
+		ExecutorShutdownGracePeriod:   *f.shutdownGrace,
+		ExecutorReregistrationTimeout: *f.reregistrationTimeout,
+		RecoveryTimeout:               *f.recoveryTimeout,
+		Containerizers:                f.containerizers,
+		Isolation:                     f.isolation,
+		Recover:                       f.recover,
+		ReconfigurationPolicy:         f.reconfigurationPolicy,
+		Cgroups: agent.CgroupsConfig{
+			Hierarchy: f.cgroupsHierarchy,
+			Root:      f.cgroupsRoot,
+			EnableCFS: f.cgroupsEnableCFS,
+			LimitSwap: f.cgroupsLimitSwap,
+		},
+		HTTPClient: client,
+		Logger:     log,
+		Version:    version.Version,
 	})
 	if err != nil {
 		return nil, err
