@@ -51,40 +51,30 @@ func TestSandboxStdoutThroughFiles(t *testing.T) {
 		t.Fatalf("master state: %v %+v", err, state)
 	}
 	agentAddr := state.Slaves[0].PID[strings.Index(state.Slaves[0].PID, "@")+1:]
-	var agentState struct {
-		CompletedFrameworks []struct {
-			CompletedExecutors []struct {
-				Directory string `json:"directory"`
-			} `json:"completed_executors"`
-			Executors []struct {
-				Directory string `json:"directory"`
-			} `json:"executors"`
-		} `json:"completed_frameworks"`
-		Frameworks []struct {
-			CompletedExecutors []struct {
-				Directory string `json:"directory"`
-			} `json:"completed_executors"`
-		} `json:"frameworks"`
-	}
-	if err := getJSON("http://"+agentAddr+"/slave(1)/state", &agentState); err != nil {
-		t.Fatal(err)
+	// The executor's directory is listed under frameworks[].executors while
+	// it winds down and under completed_* afterwards: poll until it shows.
+	type executors struct {
+		Executors          []struct{ Directory string } `json:"executors"`
+		CompletedExecutors []struct{ Directory string } `json:"completed_executors"`
 	}
 	var dirs []string
-	for _, f := range agentState.CompletedFrameworks {
-		for _, e := range f.CompletedExecutors {
-			dirs = append(dirs, e.Directory)
+	for deadline := time.Now().Add(15 * time.Second); len(dirs) == 0; {
+		var agentState struct {
+			Frameworks          []executors `json:"frameworks"`
+			CompletedFrameworks []executors `json:"completed_frameworks"`
 		}
-		for _, e := range f.Executors {
-			dirs = append(dirs, e.Directory)
+		if err := getJSON("http://"+agentAddr+"/slave(1)/state", &agentState); err != nil {
+			t.Fatal(err)
 		}
-	}
-	for _, f := range agentState.Frameworks {
-		for _, e := range f.CompletedExecutors {
-			dirs = append(dirs, e.Directory)
+		for _, f := range append(agentState.Frameworks, agentState.CompletedFrameworks...) {
+			for _, e := range append(f.Executors, f.CompletedExecutors...) {
+				dirs = append(dirs, e.Directory)
+			}
 		}
-	}
-	if len(dirs) == 0 {
-		t.Fatalf("agent state lists no executor directory")
+		if len(dirs) == 0 && time.Now().After(deadline) {
+			t.Fatalf("agent state lists no executor directory")
+		}
+		time.Sleep(50 * time.Millisecond) // polling interval, bounded by the deadline
 	}
 	var read struct {
 		Data string `json:"data"`

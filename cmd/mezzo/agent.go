@@ -25,6 +25,9 @@ type agentFlags struct {
 	containerizers, isolation, recover, reconfigurationPolicy      string
 	cgroupsHierarchy, cgroupsRoot                                  string
 	cgroupsEnableCFS, cgroupsLimitSwap                             bool
+	// killOnExit makes the agent kill every executor when it stops (mezzo
+	// local); a standalone agent leaves checkpointing executors running.
+	killOnExit bool
 }
 
 func addAgentFlags(fs *flag.FlagSet, withMaster bool) *agentFlags {
@@ -109,7 +112,11 @@ func startAgent(ctx context.Context, f *agentFlags, ln net.Listener, client *htt
 	a.Start()
 	go func() {
 		<-ctx.Done()
-		a.Stop()
+		if f.killOnExit {
+			a.Shutdown() // mezzo local: nothing may outlive the cluster
+		} else {
+			a.Stop() // checkpointing executors keep running for the next agent
+		}
 	}()
 	return r, nil
 }

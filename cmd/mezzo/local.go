@@ -65,6 +65,7 @@ func runLocal(args []string, stdout, stderr io.Writer) int {
 		f.ip = mf.ip
 		f.hostname = mf.hostname
 		f.workDir = filepath.Join(dir, fmt.Sprintf("agent%d", i+1))
+		f.killOnExit = true
 		aln, err := net.Listen("tcp", net.JoinHostPort(mf.ip, "0"))
 		if err != nil {
 			fmt.Fprintf(stderr, "mezzo local: agent %d: %v\n", i+1, err)
