@@ -1,0 +1,62 @@
+package registrar
+
+import (
+	"mezzo/api/maintenancepb"
+	"mezzo/api/mesos"
+)
+
+// overlay is a view of base plus the operations accepted into the batch
+// being formed; discarding it undoes them.
+type overlay struct {
+	base    *state
+	agents  map[string]AgentStatus
+	sched   *maintenancepb.Schedule
+	down    map[string]*mesos.MachineID
+	touched bool // sched/down replaced
+}
+
+func newOverlay(base *state) *overlay {
+	return &overlay{base: base, agents: map[string]AgentStatus{}}
+}
+
+func (v *overlay) status(id string) AgentStatus {
+	if st, ok := v.agents[id]; ok {
+		return st
+	}
+	return v.base.status(id)
+}
+
+func (v *overlay) maintenance() (*maintenancepb.Schedule, map[string]*mesos.MachineID) {
+	if v.touched {
+		return v.sched, v.down
+	}
+	return v.base.maintenance()
+}
+
+// record layers an operation that passed check onto the overlay.
+func (v *overlay) record(o op) {
+	switch o.kind {
+	case kAdmit, kReadmit, kMarkReachable:
+		v.agents[o.id] = AgentAdmitted
+	case kMarkUnreachable:
+		v.agents[o.id] = AgentUnreachable
+	case kRemove:
+		v.agents[o.id] = AgentGone
+	case kPrune:
+		for _, id := range o.pb.GetPrune().GetUnreachable() {
+			if v.status(id.GetValue()) == AgentUnreachable {
+				v.agents[id.GetValue()] = AgentUnknown
+			}
+		}
+		for _, id := range o.pb.GetPrune().GetGone() {
+			if v.status(id.GetValue()) == AgentGone {
+				v.agents[id.GetValue()] = AgentUnknown
+			}
+		}
+	case kSchedule, kStartMaintenance, kStopMaintenance:
+		sched, down := v.maintenance()
+		if ns, nd, err := nextMaintenance(sched, down, o.pb); err == nil {
+			v.sched, v.down, v.touched = ns, nd, true
+		}
+	}
+}
