@@ -75,6 +75,8 @@ var rules = []rule{
 		func(path, dep string) bool {
 			return isAPI(dep) || isResources(dep) || isInternal(dep) || under(topLevel(path))(dep)
 		}},
+	{"sim speaks the protocols like an external process: no master or agent", under(module + "/sim"),
+		func(_, dep string) bool { return !isMaster(dep) && !isAgent(dep) }},
 	{"only cmd wires replog in", func(p string) bool { return !under(module+"/cmd")(p) && !isReplog(p) },
 		func(_, dep string) bool { return !isReplog(dep) }},
 }
@@ -134,6 +136,7 @@ func TestRulesCatchViolations(t *testing.T) {
 		{"mezzo/master/allocator", []string{"mezzo/master"}},
 		{"mezzo/scheduler", []string{"mezzo/master/allocator"}},
 		{"mezzo/master", []string{"mezzo/replog"}},
+		{"mezzo/sim", []string{"mezzo/master"}},
 	}
 	for _, p := range bad {
 		if v := violations([]pkg{p}); len(v) != 1 {
