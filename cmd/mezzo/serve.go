@@ -19,8 +19,11 @@ func newServer(h http.Handler) *http.Server {
 	p.SetHTTP1(true)
 	p.SetUnencryptedHTTP2(true)
 	return &http.Server{
-		Handler:           h,
-		Protocols:         &p,
+		Handler:   h,
+		Protocols: &p,
+		// Agents multiplex on shared connections; Go's default of 250
+		// streams per connection would make a large fleet open hundreds.
+		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: 100000},
 		ReadHeaderTimeout: 10 * time.Second,
 		// No WriteTimeout: subscription streams live for days.
 	}
