@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"mezzo/agent/containerizer"
+	"mezzo/agent/containerizer/docker"
 	"mezzo/agent/files"
 	"mezzo/agent/httpapi"
 	"mezzo/agent/statusupdate"
@@ -32,7 +33,11 @@ type Agent struct {
 	clock clock.Clock
 	meta  metaDir
 
-	cz     containerizer.Containerizer
+	cz containerizer.Containerizer
+	// docker is the docker containerizer the agent built
+	// (--containerizers with docker), which runs Docker command tasks; nil
+	// without it.
+	docker *docker.Docker
 	sum    *statusupdate.Manager
 	files  *files.Handler
 	http   *httpapi.Handler
@@ -141,6 +146,9 @@ func New(cfg Config) (*Agent, error) {
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 	if err := a.recoverCheckpoint(); err != nil {
+		if a.docker != nil {
+			a.docker.Close() // containers stay for the next attempt
+		}
 		return nil, err
 	}
 	a.http = httpapi.New(backend{a}, a.files, a.log)
@@ -331,6 +339,11 @@ func (a *Agent) shutdown() {
 		}
 	}
 	wg.Wait()
+	if a.docker != nil {
+		// Stops following the containers' output (checkpointing the log
+		// cursors); the containers left running are recovered next time.
+		a.docker.Close()
+	}
 }
 
 // agentInfo is the AgentInfo the agent registers with.

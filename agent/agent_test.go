@@ -153,9 +153,7 @@ func TestCommandTaskLifecycle(t *testing.T) {
 	// The agent's view is the latest state (FINISHED) while the updates
 	// await the scheduler's acknowledgement; the executor exits once the
 	// agent has taken its terminal update (ACKNOWLEDGED).
-	if got := ta.metric(t, "slave/tasks_running"); got != 0 {
-		t.Errorf("slave/tasks_running = %v", got)
-	}
+	eventually(t, "the agent's view FINISHED", func() bool { return ta.metric(t, "slave/tasks_running") == 0 })
 	eventually(t, "executor exit", func() bool { return ta.metric(t, "slave/executors_terminated") == 1 })
 
 	// Acknowledging RUNNING releases FINISHED; acknowledging FINISHED ends

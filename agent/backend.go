@@ -284,6 +284,13 @@ func (a *Agent) flags() map[string]string {
 		"cgroups_root":                    orDefault(c.Cgroups.Root, "mezzo"),
 		"cgroups_enable_cfs":              strconv.FormatBool(c.Cgroups.EnableCFS),
 		"cgroups_limit_swap":              strconv.FormatBool(c.Cgroups.LimitSwap),
+		"fetcher_cache_dir":               c.FetcherCacheDir,
+		"fetcher_cache_size":              FormatBytes(max(c.FetcherCacheSize, 0)),
+		"fetcher_allowed_dirs":            strings.Join(c.Fetcher.AllowedFileDirs, ","),
+		"docker_socket":                   orDefault(c.Docker.Socket, "/var/run/docker.sock"),
+		"docker_remove_delay":             fmtDur(orDefaultDur(c.Docker.RemoveDelay, 6*time.Hour)),
+		"docker_kill_orphans":             strconv.FormatBool(!c.Docker.KeepOrphans),
+		"sandbox_directory":               orDefault(c.Docker.SandboxDirectory, "/mnt/mesos/sandbox"),
 	}
 }
 
@@ -370,6 +377,13 @@ func (a *Agent) metricsSnapshot() map[string]float64 {
 
 func orDefault(v, def string) string {
 	if v == "" {
+		return def
+	}
+	return v
+}
+
+func orDefaultDur(v, def time.Duration) time.Duration {
+	if v == 0 {
 		return def
 	}
 	return v

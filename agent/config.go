@@ -28,7 +28,28 @@ const (
 	MaxRegistrationBackoff = time.Minute
 	// DefaultPort is Mesos's agent port.
 	DefaultPort = 5051
+	// DefaultFetcherCacheDir is Mesos's --fetcher_cache_dir.
+	DefaultFetcherCacheDir = "/tmp/mesos/fetch"
+	// DefaultFetcherCacheSize is Mesos's --fetcher_cache_size (2GB).
+	DefaultFetcherCacheSize = 2 << 30
 )
+
+// DockerConfig holds the agent's Docker flags; the zero value is Mesos's
+// defaults.
+type DockerConfig struct {
+	// Socket is --docker_socket; default $DOCKER_HOST, else
+	// /var/run/docker.sock.
+	Socket string
+	// RemoveDelay is --docker_remove_delay: how long an ended container is
+	// kept; default 6 hours; negative removes it as soon as it ended.
+	RemoveDelay time.Duration
+	// KeepOrphans is --docker_kill_orphans=false: at recovery, leave this
+	// agent's containers that no checkpointed executor claims.
+	KeepOrphans bool
+	// SandboxDirectory is --sandbox_directory: where the sandbox is mounted
+	// in containers; default /mnt/mesos/sandbox.
+	SandboxDirectory string
+}
 
 // Config configures an Agent. The zero value of an optional field selects
 // Mesos's default; validate fills them in.
@@ -92,8 +113,22 @@ type Config struct {
 	// Containerizer, if set, is used instead of building one from
 	// Containerizers and Isolation (tests, emulation).
 	Containerizer containerizer.Containerizer
-	// Fetcher configures URI fetching into sandboxes.
+	// Fetcher configures URI fetching into sandboxes (HTTP client,
+	// AllowedFileDirs from --fetcher_allowed_dirs, size and time limits).
+	// Its CacheDir, CacheSize and User are set by the agent per fetch from
+	// FetcherCacheDir, FetcherCacheSize and the task's user; a Cache set
+	// here is used as is.
 	Fetcher fetcher.Options
+	// FetcherCacheDir is --fetcher_cache_dir: the cache of URIs with
+	// cache=true lives in <FetcherCacheDir>/slaves/<agent id>, as in Mesos;
+	// default DefaultFetcherCacheDir.
+	FetcherCacheDir string
+	// FetcherCacheSize is --fetcher_cache_size in bytes; default
+	// DefaultFetcherCacheSize. Negative disables the cache.
+	FetcherCacheSize int64
+	// Docker configures the docker containerizer (--containerizers
+	// containing "docker").
+	Docker DockerConfig
 	// Clock drives every timer of the agent; default clock.Real.
 	Clock clock.Clock
 	// Logger receives the agent's logs; default discards.
@@ -170,6 +205,18 @@ func (c *Config) validate() error {
 	}
 	if c.Containerizers == "" {
 		c.Containerizers = "mesos"
+	}
+	if _, _, err := parseContainerizers(c.Containerizers); err != nil {
+		return err
+	}
+	if c.FetcherCacheDir == "" {
+		c.FetcherCacheDir = DefaultFetcherCacheDir
+	}
+	if c.FetcherCacheSize == 0 {
+		c.FetcherCacheSize = DefaultFetcherCacheSize
+	}
+	if d := c.Docker.SandboxDirectory; d != "" && !strings.HasPrefix(d, "/") {
+		return fmt.Errorf("agent config: 'sandbox_directory' %q is not an absolute path", d)
 	}
 	switch c.Recover {
 	case "":

@@ -32,6 +32,10 @@
 // does when it exits; Shutdown and a SHUTDOWN from the master kill them all.
 //
 // Isolation (isolation.go) wires the cgroups and pid namespace isolators
-// into the mesos containerizer; the resource monitor (monitor.go) serves
+// into the mesos containerizer and, with --containerizers=docker,mesos,
+// composes it with the docker containerizer; command tasks with a DOCKER
+// ContainerInfo run directly in a container, the agent playing Mesos's
+// docker executor (dockertask.go, dockerhealth.go). URIs are fetched
+// through the fetcher cache in <--fetcher_cache_dir>/slaves/<agent id>; the resource monitor (monitor.go) serves
 // /monitor/statistics and GET_CONTAINERS from the containerizer's usage.
 package agent

@@ -58,6 +58,10 @@ func (a *Agent) flushQueue(e *executor) {
 func (a *Agent) launched(e *executor, c containerizer.Container) {
 	e.launching = false
 	e.pid = c.Pid
+	if e.docker {
+		a.dockerLaunched(e)
+		return
+	}
 	if e.phase == phaseTerminating && e.conn == nil {
 		a.destroyContainer(e, 0)
 	}
@@ -106,6 +110,15 @@ func (a *Agent) shutdownExecutor(e *executor) {
 	}
 	e.regTimer.Stop()
 	e.phase = phaseTerminating
+	if e.docker {
+		// No executor to tell: the container gets its stop signal and the
+		// shutdown grace period.
+		a.stopDockerHealth(e)
+		if !e.launching {
+			a.destroyContainer(e, a.shutdownGrace(e))
+		}
+		return
+	}
 	if e.conn == nil {
 		if !e.launching {
 			a.destroyContainer(e, 0)
@@ -147,6 +160,7 @@ func (a *Agent) executorExited(e *executor, term *containerizer.Termination) {
 	}
 	e.phase = phaseTerminated
 	e.launching = false
+	a.stopDockerHealth(e)
 	a.executorReregistered(e)
 	e.regTimer.Stop()
 	e.shutdownTimer.Stop()
@@ -160,6 +174,9 @@ func (a *Agent) executorExited(e *executor, term *containerizer.Termination) {
 		"termination", terminationText(term))
 	if !fw.shuttingDown {
 		for _, t := range e.liveTasks() {
+			if a.dockerTerminal(e, t, term) {
+				continue
+			}
 			id := t.t.GetTaskId().GetValue()
 			state, reason := mesos.TaskState_TASK_FAILED, mesos.TaskStatus_REASON_EXECUTOR_TERMINATED
 			msg := "Abnormal executor termination"
@@ -283,6 +300,10 @@ func (a *Agent) killTask(m *protocol.AgentEvent_KillTask) {
 		return
 	}
 	e.killsSent[tid] = true
+	if e.docker {
+		a.killDockerTask(e, t, m.GetKillPolicy())
+		return
+	}
 	if e.phase != phaseRunning {
 		return // it is going away; its end reports the task KILLED
 	}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"mezzo/agent/containerizer/docker/dockertest"
 	"mezzo/api/mesos"
 	"mezzo/api/protocol"
 	"mezzo/api/recordio"
@@ -38,6 +39,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	dockertest.RemoveImage()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -1,11 +1,13 @@
 package agent
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
 	"mezzo/agent/containerizer"
 	"mezzo/agent/containerizer/cgroups"
+	"mezzo/agent/containerizer/docker"
 	_ "mezzo/agent/containerizer/pidns" // namespaces/pid, filesystem/posix and the init step
 
 	"mezzo/api/mesos"
@@ -14,9 +16,19 @@ import (
 )
 
 // buildContainerizer configures the cgroups isolators from the agent's
-// flags and builds the containerizer named by --containerizers with the
-// --isolation isolators, checkpointing its containers under runtimeDir.
-func buildContainerizer(cfg Config, runtimeDir string) (containerizer.Containerizer, error) {
+// flags and builds the containerizers named by --containerizers: the mesos
+// one with the --isolation isolators, checkpointing its containers under
+// runtimeDir, and the docker one (--docker_* flags) checkpointing its log
+// cursors under dockerRuntimeDir, composed as Mesos's composing
+// containerizer when both are named. The two runtime directories differ
+// because the mesos containerizer's recovery reads every directory of its
+// own as a container. The docker containerizer is also returned (nil when
+// not configured) for command tasks, which run without an executor.
+func buildContainerizer(cfg Config, runtimeDir, dockerRuntimeDir string) (containerizer.Containerizer, *docker.Docker, error) {
+	withMesos, withDocker, err := parseContainerizers(cfg.Containerizers)
+	if err != nil {
+		return nil, nil, err
+	}
 	var iso []string
 	for _, n := range strings.Split(cfg.Isolation, ",") {
 		if n = strings.TrimSpace(n); n != "" {
@@ -32,22 +44,68 @@ func buildContainerizer(cfg Config, runtimeDir string) (containerizer.Containeri
 				LimitSwap: cfg.Cgroups.LimitSwap,
 			})
 			if err != nil {
-				return nil, fmt.Errorf("agent config: %w", err)
+				return nil, nil, fmt.Errorf("agent config: %w", err)
 			}
 			break
 		}
 	}
-	cz, err := containerizer.New(cfg.Containerizers, containerizer.Options{
-		Isolation:  iso,
-		Clock:      cfg.Clock,
-		Logger:     cfg.Logger,
-		RuntimeDir: runtimeDir,
-		Adapt:      adaptIsolator,
+	var mesosCz containerizer.Containerizer
+	if withMesos {
+		mesosCz, err = containerizer.New("mesos", containerizer.Options{
+			Isolation:  iso,
+			Clock:      cfg.Clock,
+			Logger:     cfg.Logger,
+			RuntimeDir: runtimeDir,
+			Adapt:      adaptIsolator,
+		})
+		if err != nil {
+			return nil, nil, fmt.Errorf("agent: %w", err)
+		}
+	}
+	if !withDocker {
+		return mesosCz, nil, nil
+	}
+	d, err := docker.New(docker.Config{
+		Options: containerizer.Options{
+			Clock:      cfg.Clock,
+			Logger:     cfg.Logger.With("containerizer", "docker"),
+			RuntimeDir: dockerRuntimeDir,
+		},
+		Socket:           cfg.Docker.Socket,
+		SandboxDirectory: cfg.Docker.SandboxDirectory,
+		RemoveDelay:      cfg.Docker.RemoveDelay,
+		KeepOrphans:      cfg.Docker.KeepOrphans,
+		EnableCFS:        cfg.Cgroups.EnableCFS,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("agent: %w", err)
+		return nil, nil, fmt.Errorf("agent: docker containerizer: %w", err)
 	}
-	return cz, nil
+	if mesosCz == nil {
+		return d, d, nil
+	}
+	return docker.Compose(d, mesosCz), d, nil
+}
+
+// parseContainerizers checks a --containerizers value: "mesos", "docker"
+// or both, comma separated, each at most once.
+func parseContainerizers(s string) (withMesos, withDocker bool, err error) {
+	for _, n := range strings.Split(s, ",") {
+		n = strings.TrimSpace(n)
+		var seen *bool
+		switch n {
+		case "mesos":
+			seen = &withMesos
+		case "docker":
+			seen = &withDocker
+		default:
+			return false, false, fmt.Errorf("agent config: 'containerizers' %q: unknown containerizer %q (known: docker, mesos)", s, n)
+		}
+		if *seen {
+			return false, false, fmt.Errorf("agent config: 'containerizers' %q: %q is listed twice", s, n)
+		}
+		*seen = true
+	}
+	return withMesos, withDocker, nil
 }
 
 // adaptIsolator exposes the cgroups isolators' limitation and usage hooks
@@ -78,6 +136,18 @@ func (c cgroupsUsager) Usage(id string) (*mesos.ResourceStatistics, error) {
 	}
 	return statisticsProto(s), nil
 }
+
+// Recover implements containerizer.RecoveringIsolator by forwarding to the
+// cgroups isolator (adopting recovered containers' cgroups, sweeping
+// orphans).
+func (c cgroupsUsager) Recover(ctx context.Context, ids []string) error {
+	if r, ok := c.Isolator.(containerizer.RecoveringIsolator); ok {
+		return r.Recover(ctx, ids)
+	}
+	return nil
+}
+
+var _ containerizer.RecoveringIsolator = cgroupsUsager{}
 
 type cgroupsLimiter struct {
 	cgroupsUsager

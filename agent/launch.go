@@ -43,6 +43,13 @@ func (a *Agent) runTask(m *protocol.AgentEvent_RunTask) {
 	case t.GetExecutor() != nil:
 		info = proto.Clone(t.GetExecutor()).(*mesos.ExecutorInfo)
 	case t.GetCommand() != nil:
+		if isDocker(t.GetContainer()) && a.docker == nil {
+			a.agentUpdate(fw, nil, t.GetTaskId().GetValue(), mesos.TaskState_TASK_FAILED,
+				mesos.TaskStatus_REASON_CONTAINER_LAUNCH_FAILED,
+				"Failed to launch container: no containerizer for DOCKER containers (the agent runs with --containerizers="+a.cfg.Containerizers+")")
+			a.maybeRemoveFramework(fw)
+			return
+		}
 		info = a.commandExecutorInfo(fw, t)
 		kind = kindCommand
 	default:
@@ -234,6 +241,7 @@ func (a *Agent) newExecutor(fw *framework, info *mesos.ExecutorInfo, kind execut
 	e := &executor{
 		fw: fw, id: info.GetExecutorId().GetValue(), info: info, kind: kind, containerID: cid,
 		tasks: map[string]*task{}, killsSent: map[string]bool{}, launching: true,
+		docker: kind == kindCommand && isDocker(info.GetContainer()) && a.docker != nil,
 	}
 	e.directory = a.sandboxDir(fw.id, e.id, cid)
 	if err := os.MkdirAll(e.directory, 0o755); err != nil {
@@ -252,7 +260,9 @@ func (a *Agent) newExecutor(fw *framework, info *mesos.ExecutorInfo, kind execut
 	a.attachSandbox(e)
 	fw.executors[e.id] = e
 	fw.order = append(fw.order, e.id)
-	e.regTimer = a.after(a.cfg.ExecutorRegistrationTimeout, func() { a.registrationTimeout(e) })
+	if !e.docker { // a Docker task has no executor to subscribe
+		e.regTimer = a.after(a.cfg.ExecutorRegistrationTimeout, func() { a.registrationTimeout(e) })
+	}
 
 	cfg, err := a.containerConfig(fw, e)
 	tasks := []*mesos.TaskInfo{first.task}
@@ -269,8 +279,32 @@ func (a *Agent) newExecutor(fw *framework, info *mesos.ExecutorInfo, kind execut
 		return e
 	}
 	uris := info.GetCommand().GetUris()
-	go a.startContainer(e, cfg, uris)
+	fetch := a.fetchOptions(fw, info)
+	var dockerTask *mesos.TaskInfo
+	var dockerEnv []string
+	if e.docker {
+		dockerTask = first.task
+		dockerEnv = a.dockerTaskEnv(fw, e, first.task)
+	}
+	go a.startContainer(e, cfg, uris, fetch, dockerTask, dockerEnv)
 	return e
+}
+
+// fetchOptions are the fetcher's options for an executor's URIs: the
+// cache in <--fetcher_cache_dir>/slaves/<agent id> (as Mesos lays it out)
+// and the user the executor runs as (its command's user, else the
+// framework's), by which cache entries are kept apart.
+func (a *Agent) fetchOptions(fw *framework, info *mesos.ExecutorInfo) fetcher.Options {
+	opts := a.cfg.Fetcher
+	if opts.Cache == nil && opts.CacheDir == "" && a.cfg.FetcherCacheSize > 0 {
+		opts.CacheDir = filepath.Join(a.cfg.FetcherCacheDir, "slaves", safeName(a.agentID))
+		opts.CacheSize = a.cfg.FetcherCacheSize
+	}
+	opts.User = info.GetCommand().GetUser()
+	if opts.User == "" {
+		opts.User = fw.info.GetUser()
+	}
+	return opts
 }
 
 // attachSandbox makes the executor's sandbox browsable under /files.
@@ -288,7 +322,8 @@ func (a *Agent) attachSandbox(e *executor) {
 
 // startContainer fetches, launches and waits for the container (own
 // goroutine), reporting each step to the loop.
-func (a *Agent) startContainer(e *executor, cfg containerizer.ContainerConfig, uris []*mesos.CommandInfo_URI) {
+func (a *Agent) startContainer(e *executor, cfg containerizer.ContainerConfig, uris []*mesos.CommandInfo_URI,
+	fetch fetcher.Options, dockerTask *mesos.TaskInfo, dockerEnv []string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
@@ -299,14 +334,20 @@ func (a *Agent) startContainer(e *executor, cfg containerizer.ContainerConfig, u
 		}
 	}()
 	if len(uris) > 0 {
-		if err := fetcher.Fetch(ctx, uris, cfg.Dir, a.cfg.Fetcher); err != nil {
+		if err := fetcher.Fetch(ctx, uris, cfg.Dir, fetch); err != nil {
 			err = fmt.Errorf("Failed to fetch all URIs for container '%s': %w", cfg.ContainerID, err)
 			a.post(func() { a.metrics.fetchesFailed++; a.launchFailed(e, err) })
 			return
 		}
 		a.post(func() { a.metrics.fetchesSucceeded++ })
 	}
-	c, err := a.cz.Launch(ctx, cfg)
+	var c containerizer.Container
+	var err error
+	if dockerTask != nil {
+		c, err = a.launchDockerTask(ctx, e, cfg, dockerTask, dockerEnv)
+	} else {
+		c, err = a.cz.Launch(ctx, cfg)
+	}
 	if err != nil {
 		a.post(func() { a.launchFailed(e, err) })
 		return

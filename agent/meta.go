@@ -29,6 +29,7 @@ import (
 //	  .../executors/<ex>/runs/<container>/tasks/<task>/task.info  TaskInfo
 //	meta/updates/...                               owned by agent/statusupdate
 //	meta/containers/<container>/pid                owned by the mesos containerizer
+//	meta/docker/docker/<container>/logs.cursor     owned by the docker containerizer
 //
 // Unlike Mesos, the agent records frameworks, executors and tasks of every
 // framework, not only checkpointing ones: after a restart it must find the
@@ -55,6 +56,10 @@ func (m metaDir) frameworkInfoPath(agentID, fwID string) string {
 	return filepath.Join(m.frameworkDir(agentID, fwID), "framework.info")
 }
 func (m metaDir) containersDir() string { return filepath.Join(string(m), "containers") }
+
+// dockerDir is the docker containerizer's runtime directory (log cursors;
+// its absolute path also labels this agent's Docker containers).
+func (m metaDir) dockerDir() string { return filepath.Join(string(m), "docker") }
 func (m metaDir) executorDir(agentID, fwID, execID string) string {
 	return filepath.Join(m.frameworkDir(agentID, fwID), "executors", safeName(execID))
 }

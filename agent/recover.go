@@ -30,6 +30,17 @@ type recovered struct {
 	frameworks []*recoveredFramework
 }
 
+// containerIDs lists the containers of every checkpointed executor.
+func (r *recovered) containerIDs() []string {
+	var out []string
+	for _, fw := range r.frameworks {
+		for _, e := range fw.executors {
+			out = append(out, e.containerID)
+		}
+	}
+	return out
+}
+
 type recoveredFramework struct {
 	info      *mesos.FrameworkInfo
 	executors []*recoveredExecutor

@@ -41,15 +41,13 @@ func (a *Agent) recoverCheckpoint() error {
 		}
 	}
 	if a.cz == nil {
-		if a.cz, err = buildContainerizer(a.cfg, runtimeDir); err != nil {
+		if a.cz, a.docker, err = buildContainerizer(a.cfg, runtimeDir, a.meta.dockerDir()); err != nil {
 			return err
 		}
 	}
-	var containers []containerizer.Recovered
-	if r, ok := a.cz.(containerizer.Recoverer); ok {
-		if containers, err = r.Recover(context.Background()); err != nil {
-			return fmt.Errorf("recovering agent: %w", err)
-		}
+	containers, err := a.recoverContainers(rec)
+	if err != nil {
+		return fmt.Errorf("recovering agent: %w", err)
 	}
 	if a.cfg.Recover == RecoverCleanup && (rec.info != nil || len(containers) > 0) {
 		a.log.Info("--recover=cleanup: killing the executors of the previous agent and starting as a new agent",
@@ -78,6 +76,29 @@ func (a *Agent) recoverCheckpoint() error {
 	}
 	a.recovering.Store(true)
 	return nil
+}
+
+// recoverContainers lets the containerizer re-attach to the containers a
+// previous agent process left. The docker containerizer is told which
+// containers the checkpoint lists (RecoverKnown): its other containers are
+// orphans and are removed (--docker_kill_orphans).
+func (a *Agent) recoverContainers(rec *recovered) ([]containerizer.Recovered, error) {
+	ctx := context.Background()
+	if a.docker != nil {
+		if kr, ok := a.cz.(knownRecoverer); ok {
+			return kr.RecoverKnown(ctx, rec.containerIDs())
+		}
+	}
+	if r, ok := a.cz.(containerizer.Recoverer); ok {
+		return r.Recover(ctx)
+	}
+	return nil, nil
+}
+
+// knownRecoverer is the docker containerizer's (and its composite's)
+// recovery of the containers the agent's checkpoint lists.
+type knownRecoverer interface {
+	RecoverKnown(ctx context.Context, known []string) ([]containerizer.Recovered, error)
 }
 
 // destroyAll kills containers and waits for them (recovery, before the
@@ -149,6 +170,7 @@ func (a *Agent) recoverExecutor(fw *framework, re *recoveredExecutor, c containe
 	e := &executor{
 		fw: fw, id: re.info.GetExecutorId().GetValue(), info: re.info, kind: re.kind, containerID: re.containerID,
 		tasks: map[string]*task{}, killsSent: map[string]bool{}, recovered: true,
+		docker: re.kind == kindCommand && isDocker(re.info.GetContainer()) && a.docker != nil,
 	}
 	if old := fw.executors[e.id]; old != nil {
 		a.log.Warn("ignoring a second checkpointed executor with the same id", "framework", fw.id, "executor", e.id)
@@ -200,6 +222,17 @@ func (a *Agent) recoverExecutor(fw *framework, re *recoveredExecutor, c containe
 		e.phase = phaseTerminating
 		a.waitContainer(e)
 		a.destroyContainer(e, 0)
+	case e.docker:
+		// A Docker task has no executor to re-subscribe: it runs on, and
+		// its container's end reports it.
+		e.pid = c.Pid
+		e.phase = phaseRunning
+		a.waitContainer(e)
+		e.healthRecovered = true
+		for _, t := range e.liveTasks() {
+			a.startDockerHealth(e, t, a.clock.Now())
+		}
+		a.log.Info("recovered Docker task", "framework", fw.id, "executor", e.id, "container", e.containerID)
 	default:
 		e.pid = c.Pid
 		e.phase = phaseRegistering

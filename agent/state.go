@@ -4,6 +4,7 @@ import (
 	"mezzo/agent/statusupdate"
 	"mezzo/api/executorpb"
 	"mezzo/api/mesos"
+	"mezzo/executor/health"
 
 	"google.golang.org/protobuf/proto"
 )
@@ -114,6 +115,16 @@ type executor struct {
 	// recovered: re-attached after an agent restart (its process is not
 	// a child of this agent process).
 	recovered bool
+
+	// docker: a command task running directly in a Docker container, with
+	// no executor process (dockertask.go); killing: its kill has begun;
+	// healthKilled: for failing its health check; health: its checker.
+	docker       bool
+	killing      bool
+	healthKilled bool
+	health       *health.Checker
+	// healthRecovered: health checking restarted after an agent restart.
+	healthRecovered bool
 
 	regTimer      *loopTimer
 	shutdownTimer *loopTimer

@@ -40,6 +40,19 @@ type Usager interface {
 	Usage(containerID string) (*mesos.ResourceStatistics, error)
 }
 
+// RecoveringIsolator is an optional interface of isolators that keep state
+// outside the process (cgroups). After an agent restart the mesos
+// containerizer's Recover calls Recover once, before it waits on any
+// recovered container, with the IDs of every container its runtime
+// checkpoint lists (running or ended): the isolator re-adopts what it made
+// for them (e.g. restarts OOM detection, so the container's Limiter channel
+// works as after Isolate) and removes what it finds for other containers
+// (orphans).
+type RecoveringIsolator interface {
+	Isolator
+	Recover(ctx context.Context, containerIDs []string) error
+}
+
 // LaunchSpec is what isolators may adjust before the process starts.
 type LaunchSpec struct {
 	// SysProcAttr is used for the process; the containerizer has set

@@ -166,3 +166,61 @@ func TestLimiterDestroysAndReports(t *testing.T) {
 		t.Errorf("Usage of an ended container: %v", err)
 	}
 }
+
+// recoveringIsolator records the IDs Recover gets, and then reports a
+// limitation for "oom" (its limit was hit while the agent was down).
+type recoveringIsolator struct {
+	noopIsolator
+	got []string
+	ch  map[string]chan Limitation
+}
+
+func (r *recoveringIsolator) Recover(_ context.Context, ids []string) error {
+	r.got = ids
+	for _, id := range ids {
+		r.ch[id] = make(chan Limitation, 1)
+	}
+	r.ch["oom"] <- Limitation{Reason: mesos.TaskStatus_REASON_CONTAINER_LIMITATION_MEMORY, Message: "Memory limit exceeded"}
+	return nil
+}
+func (r *recoveringIsolator) Cleanup(_ context.Context, id string) error {
+	if ch := r.ch[id]; ch != nil {
+		close(ch)
+	}
+	return nil
+}
+func (r *recoveringIsolator) Limitations(id string) <-chan Limitation { return r.ch[id] }
+
+// Recover hands every checkpointed container to RecoveringIsolators
+// before waiting on them, and a recovered container's limitation ends it
+// and is reported in its termination.
+func TestRecoverRecoversIsolators(t *testing.T) {
+	rt := t.TempDir()
+	m1, err := NewMesos(Options{RuntimeDir: rt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m1.Launch(waitCtx(t), shell("oom", t.TempDir(), "sleep 30")); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeFileAtomic(filepath.Join(rt, "dead", "pid"), []byte(`{"pid": 2147483000, "start_ticks": 1, "started": 1}`)); err != nil {
+		t.Fatal(err)
+	}
+	iso := &recoveringIsolator{noopIsolator: noopIsolator{"test/recover"}, ch: map[string]chan Limitation{}}
+	m2 := newTestMesos(t, nil)
+	m2.runtimeDir = rt
+	m2.isolators = []Isolator{iso}
+	if _, err := m2.Recover(waitCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(iso.got, ",") != "dead,oom" {
+		t.Errorf("isolator recovered %v, want [dead oom]", iso.got)
+	}
+	term, err := m2.Wait(waitCtx(t), "oom")
+	if err != nil || term.Limitation == nil || term.Limitation.Reason != mesos.TaskStatus_REASON_CONTAINER_LIMITATION_MEMORY {
+		t.Fatalf("recovered container's termination %+v, %v; want the memory limitation", term, err)
+	}
+	if _, err := m1.Wait(waitCtx(t), "oom"); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -72,20 +72,28 @@ func readRuntime(path string) (runtimeRecord, error) {
 	return r, nil
 }
 
-// Recover implements Containerizer.
+// Recover implements Containerizer. Isolators that implement
+// RecoveringIsolator re-adopt the recovered containers (and sweep orphans)
+// before the containers are waited on, so a recovered container's
+// limitation (an OOM kill) is reported as for a launched one.
 func (m *Mesos) Recover(ctx context.Context) ([]Recovered, error) {
 	if m.runtimeDir == "" {
 		return nil, nil
 	}
 	entries, err := os.ReadDir(m.runtimeDir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("recovering containers: %w", err)
 	}
+	type found struct {
+		p *proc
+		w *processWatch
+	}
 	var out []Recovered
+	var procs []found
 	var errs []error
+	// known lists every checkpointed container, also those whose checkpoint
+	// is unreadable: their processes may run, so their cgroups are kept.
+	var known []string
 	for _, e := range entries {
 		if !e.IsDir() {
 			continue
@@ -98,6 +106,7 @@ func (m *Mesos) Recover(ctx context.Context) ([]Recovered, error) {
 			os.RemoveAll(filepath.Join(m.runtimeDir, id))
 			continue
 		}
+		known = append(known, id)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -116,8 +125,19 @@ func (m *Mesos) Recover(ctx context.Context) ([]Recovered, error) {
 		w, alive := watchProcess(rec.Pid, rec.StartTicks)
 		r := Recovered{Container: Container{ID: id, Pid: rec.Pid, Started: started}, Ended: !alive}
 		out = append(out, r)
+		procs = append(procs, found{p, w})
 		m.log.Info("recovered container", "container", id, "pid", rec.Pid, "running", alive)
-		go m.reapRecovered(ctx, p, w)
+	}
+	for _, iso := range m.isolators {
+		if ri, ok := iso.(RecoveringIsolator); ok {
+			if err := ri.Recover(ctx, known); err != nil {
+				errs = append(errs, fmt.Errorf("recovering containers: isolator %s: %w", iso.Name(), err))
+			}
+		}
+	}
+	for _, f := range procs {
+		m.watchLimitations(f.p)
+		go m.reapRecovered(ctx, f.p, f.w)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, errors.Join(errs...)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"mezzo/agent"
+	"mezzo/agent/fetcher"
 	"mezzo/internal/version"
 )
 
@@ -25,6 +26,11 @@ type agentFlags struct {
 	containerizers, isolation, recover, reconfigurationPolicy      string
 	cgroupsHierarchy, cgroupsRoot                                  string
 	cgroupsEnableCFS, cgroupsLimitSwap                             bool
+	fetcherCacheDir, fetcherAllowedDirs                            string
+	fetcherCacheSize                                               bytesValue
+	dockerSocket, sandboxDirectory                                 string
+	dockerRemoveDelay                                              *time.Duration
+	dockerKillOrphans                                              bool
 	// killOnExit makes the agent kill every executor when it stops (mezzo
 	// local); a standalone agent leaves checkpointing executors running.
 	killOnExit bool
@@ -48,7 +54,8 @@ func addAgentFlags(fs *flag.FlagSet, withMaster bool) *agentFlags {
 		"time recovered executors have to re-subscribe after an agent restart")
 	f.recoveryTimeout = durationFlag(fs, "recovery_timeout", 15*time.Minute,
 		"time checkpointing executors keep trying to reach a restarting agent before they exit")
-	fs.StringVar(&f.containerizers, "containerizers", "mesos", "containerizer to run executors with")
+	fs.StringVar(&f.containerizers, "containerizers", "mesos",
+		"containerizers, comma separated: mesos, docker (tasks and executors whose ContainerInfo has type DOCKER), or docker,mesos")
 	fs.StringVar(&f.isolation, "isolation", "posix/cpu,posix/mem",
 		"isolators, comma separated: cgroups/cpu, cgroups/mem, cgroups/all, namespaces/pid, filesystem/posix, posix/cpu, posix/mem")
 	fs.StringVar(&f.recover, "recover", "reconnect",
@@ -59,6 +66,18 @@ func addAgentFlags(fs *flag.FlagSet, withMaster bool) *agentFlags {
 	fs.StringVar(&f.cgroupsRoot, "cgroups_root", "mezzo", "cgroup under which containers' cgroups are made")
 	fs.BoolVar(&f.cgroupsEnableCFS, "cgroups_enable_cfs", false, "hard-limit cpu with CFS quota (cgroups/cpu)")
 	fs.BoolVar(&f.cgroupsLimitSwap, "cgroups_limit_swap", false, "limit memory plus swap to the memory limit (cgroups/mem)")
+	fs.StringVar(&f.fetcherCacheDir, "fetcher_cache_dir", agent.DefaultFetcherCacheDir,
+		"parent of the fetcher cache (URIs with cache=true), kept in <dir>/slaves/<agent id>")
+	f.fetcherCacheSize = bytesValue(agent.DefaultFetcherCacheSize)
+	fs.Var(&f.fetcherCacheSize, "fetcher_cache_size", "size of the fetcher cache, e.g. 2GB, 512MB (0B disables it)")
+	fs.StringVar(&f.fetcherAllowedDirs, "fetcher_allowed_dirs", "",
+		"mezzo only (not a Mesos flag): comma-separated folders that file:// URIs and plain paths must lie under (default: any)")
+	fs.StringVar(&f.dockerSocket, "docker_socket", "",
+		"the Docker Engine's socket: a path, unix://path or tcp://host:port (default: $DOCKER_HOST, else /var/run/docker.sock)")
+	f.dockerRemoveDelay = durationFlag(fs, "docker_remove_delay", 6*time.Hour, "time an ended Docker container is kept before it is removed")
+	fs.BoolVar(&f.dockerKillOrphans, "docker_kill_orphans", true,
+		"at recovery, remove this agent's Docker containers that no checkpointed executor claims")
+	fs.StringVar(&f.sandboxDirectory, "sandbox_directory", "/mnt/mesos/sandbox", "where the sandbox is mounted in Docker containers")
 	return f
 }
 
@@ -77,6 +96,16 @@ func startAgent(ctx context.Context, f *agentFlags, ln net.Listener, client *htt
 		return nil, fmt.Errorf("--work_dir is required")
 	}
 	addr := ln.Addr().(*net.TCPAddr)
+	var allowed []string
+	for _, d := range strings.Split(f.fetcherAllowedDirs, ",") {
+		if d = strings.TrimSpace(d); d != "" {
+			allowed = append(allowed, d)
+		}
+	}
+	cacheSize := int64(f.fetcherCacheSize)
+	if cacheSize == 0 {
+		cacheSize = -1 // 0B: no cache (agent.Config's zero means the default)
+	}
 	a, err := agent.New(agent.Config{
 		Masters:                       strings.Split(f.master, ","),
 		IP:                            addr.IP.String(),
@@ -98,6 +127,15 @@ func startAgent(ctx context.Context, f *agentFlags, ln net.Listener, client *htt
 			Root:      f.cgroupsRoot,
 			EnableCFS: f.cgroupsEnableCFS,
 			LimitSwap: f.cgroupsLimitSwap,
+		},
+		Fetcher:          fetcher.Options{AllowedFileDirs: allowed},
+		FetcherCacheDir:  f.fetcherCacheDir,
+		FetcherCacheSize: cacheSize,
+		Docker: agent.DockerConfig{
+			Socket:           f.dockerSocket,
+			RemoveDelay:      *f.dockerRemoveDelay,
+			KeepOrphans:      !f.dockerKillOrphans,
+			SandboxDirectory: f.sandboxDirectory,
 		},
 		HTTPClient: client,
 		Logger:     log,
@@ -135,16 +173,44 @@ func runAgent(args []string, _, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mezzo agent: %v\n", err)
 		return 1
 	}
-	r, err := startAgent(ctx, f, ln, nil, log)
+	r, err := startAgent(ctx, f, ln, agentHTTPClient(), log)
 	if err != nil {
 		ln.Close()
 		fmt.Fprintf(stderr, "mezzo agent: %v\n", err)
 		return 1
 	}
 	log.Info("agent listening", "addr", ln.Addr().String(), "master", f.master)
-	if err := <-r.done; err != nil {
-		fmt.Fprintf(stderr, "mezzo agent: %v\n", err)
-		return 1
+	select {
+	case err := <-r.done:
+		if err != nil {
+			fmt.Fprintf(stderr, "mezzo agent: %v\n", err)
+			return 1
+		}
+		return 0
+	case <-r.a.Done():
+		// The agent stopped on its own (e.g. the master removed it):
+		// exit, so that a supervisor restarts it to register anew.
+		err := r.a.Err()
+		cancel()
+		<-r.done
+		if err != nil {
+			fmt.Fprintf(stderr, "mezzo agent: %v\n", err)
+			return 1
+		}
+		return 0
 	}
-	return 0
+}
+
+// bytesValue is a flag holding a byte size in Mesos's syntax ("2GB").
+type bytesValue int64
+
+func (v *bytesValue) String() string { return agent.FormatBytes(int64(*v)) }
+
+func (v *bytesValue) Set(s string) error {
+	n, err := agent.ParseBytes(s)
+	if err != nil {
+		return err
+	}
+	*v = bytesValue(n)
+	return nil
 }

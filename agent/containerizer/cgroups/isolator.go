@@ -44,6 +44,8 @@ var (
 	_ containerizer.Isolator = (*Isolator)(nil)
 	_ Usager                 = (*Isolator)(nil)
 	_ Limiter                = MemIsolator{}
+
+	_ containerizer.RecoveringIsolator = (*Isolator)(nil)
 )
 
 // NewIsolator builds the isolator named name for the controllers, on the

@@ -100,3 +100,23 @@ func (c *Composite) Recover(ctx context.Context) ([]containerizer.Recovered, err
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, errors.Join(errA, errB)
 }
+
+// RecoverKnown is Recover for an agent that knows which containers its
+// checkpoint lists: the fallback recovers as usual (if it can), the docker
+// containerizer re-attaches to the known containers and removes its
+// orphans (Docker.RecoverKnown).
+func (c *Composite) RecoverKnown(ctx context.Context, known []string) ([]containerizer.Recovered, error) {
+	var a []containerizer.Recovered
+	var errA error
+	if r, ok := c.fallback.(containerizer.Recoverer); ok {
+		a, errA = r.Recover(ctx)
+	}
+	b, errB := c.docker.RecoverKnown(ctx, known)
+	out := append(a, b...)
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, errors.Join(errA, errB)
+}
+
+// Close closes the docker containerizer (Docker.Close); the fallback has
+// nothing to close.
+func (c *Composite) Close() error { return c.docker.Close() }

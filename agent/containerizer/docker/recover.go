@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -46,13 +47,21 @@ func (d *Docker) recover(ctx context.Context, known map[string]bool) ([]containe
 	seen := map[string]bool{}
 	for _, s := range list {
 		id := s.Labels[labelContainer]
+		if s.State == "removing" || s.State == "dead" {
+			// Going away already (e.g. the previous process's removal of
+			// an ended container); nothing to recover.
+			continue
+		}
 		if id == "" || s.State == "created" || (known != nil && !known[id]) {
 			if s.State != "created" && id != "" && d.keepOrphans {
 				continue
 			}
 			d.log.Info("removing orphan Docker container", "container", id, "docker_id", s.ID, "state", s.State)
-			if err := d.client.remove(ctx, s.ID); err != nil {
-				errs = append(errs, fmt.Errorf("removing orphan container %s: %w", s.ID, err))
+			err := d.client.remove(ctx, s.ID)
+			if err != nil && !isStatus(err, http.StatusNotFound) && !isStatus(err, http.StatusConflict) {
+				// An orphan that cannot be removed does not stop the
+				// agent's recovery (its own containers are fine).
+				d.log.Warn("removing orphan Docker container", "container", id, "docker_id", s.ID, "err", err)
 			}
 			continue
 		}

@@ -1,0 +1,99 @@
+package agent
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"mezzo/api/mesos"
+
+	"google.golang.org/protobuf/proto"
+)
+
+func TestParseContainerizers(t *testing.T) {
+	for _, tc := range []struct {
+		in            string
+		mesos, docker bool
+		errContains   string
+	}{
+		{"mesos", true, false, ""},
+		{"docker", false, true, ""},
+		{"docker,mesos", true, true, ""},
+		{" mesos , docker ", true, true, ""},
+		{"mesos,mesos", false, false, "listed twice"},
+		{"appc", false, false, "unknown containerizer \"appc\""},
+		{"mesos,", false, false, "unknown containerizer \"\""},
+	} {
+		m, d, err := parseContainerizers(tc.in)
+		if tc.errContains != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.errContains) || !strings.Contains(err.Error(), "'containerizers'") {
+				t.Errorf("parseContainerizers(%q) err = %v, want %q", tc.in, err, tc.errContains)
+			}
+			continue
+		}
+		if err != nil || m != tc.mesos || d != tc.docker {
+			t.Errorf("parseContainerizers(%q) = %v, %v, %v", tc.in, m, d, err)
+		}
+	}
+}
+
+func TestConfigFetcherAndDockerDefaults(t *testing.T) {
+	c := Config{Masters: []string{"127.0.0.1:5050"}, WorkDir: t.TempDir(), LauncherPath: "/bin/true"}
+	if err := c.validate(); err != nil {
+		t.Fatal(err)
+	}
+	if c.FetcherCacheDir != "/tmp/mesos/fetch" || c.FetcherCacheSize != 2<<30 {
+		t.Errorf("fetcher cache defaults %q %d", c.FetcherCacheDir, c.FetcherCacheSize)
+	}
+	bad := c
+	bad.Docker.SandboxDirectory = "relative"
+	if err := bad.validate(); err == nil || !strings.Contains(err.Error(), "'sandbox_directory'") {
+		t.Errorf("relative sandbox_directory: %v", err)
+	}
+	bad = c
+	bad.Containerizers = "docker,docker"
+	if err := bad.validate(); err == nil {
+		t.Error("duplicate containerizers accepted")
+	}
+}
+
+// A URI with cache=true is fetched through the cache in
+// <--fetcher_cache_dir>/slaves/<agent id>, and file:// URIs outside
+// --fetcher_allowed_dirs are refused.
+func TestFetcherCacheAndAllowedDirs(t *testing.T) {
+	cacheDir := t.TempDir()
+	allowed := t.TempDir()
+	src := filepath.Join(allowed, "data.txt")
+	if err := os.WriteFile(src, []byte("cached bytes"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m := newFakeMaster(t)
+	ta := startTestAgent(t, m, func(c *Config) {
+		c.FetcherCacheDir = cacheDir
+		c.FetcherCacheSize = 1 << 20
+		c.Fetcher.AllowedFileDirs = []string{allowed}
+	})
+	sub := register(t, m, 1)
+	task := commandTask("t1", "finish")
+	task.Command.Uris = []*mesos.CommandInfo_URI{{Value: proto.String("file://" + src), Cache: proto.Bool(true)}}
+	sub.send(runTask(frameworkInfo("F1"), task, 1))
+	m.waitCall(t, "TASK_RUNNING", updateFor("t1", mesos.TaskState_TASK_RUNNING))
+	entries, err := os.ReadDir(filepath.Join(cacheDir, "slaves", "S1"))
+	if err != nil || len(entries) != 1 || !strings.HasPrefix(entries[0].Name(), "c") {
+		t.Errorf("cache dir holds %v, %v; want one entry", entries, err)
+	}
+	if got := readFile(t, filepath.Join(executorDirectory(t, ta, "t1"), "data.txt")); got != "cached bytes" {
+		t.Errorf("fetched %q", got)
+	}
+
+	outside := filepath.Join(t.TempDir(), "secret")
+	os.WriteFile(outside, []byte("x"), 0o644)
+	task2 := commandTask("t2", "finish")
+	task2.Command.Uris = []*mesos.CommandInfo_URI{{Value: proto.String("file://" + outside)}}
+	sub.send(runTask(frameworkInfo("F1"), task2, 1))
+	c := m.waitCall(t, "TASK_FAILED", updateFor("t2", mesos.TaskState_TASK_FAILED))
+	if st := c.GetStatusUpdate().GetStatus(); st.GetReason() != mesos.TaskStatus_REASON_CONTAINER_LAUNCH_FAILED {
+		t.Errorf("status %v", st)
+	}
+}
