@@ -25,15 +25,23 @@ type request struct {
 
 // run is the state of one allocation run.
 type run struct {
-	c       *core
-	now     time.Time
-	res     runResult
-	qbuf    qv
-	recs    []offerRec
-	order   []*drfNode // cached role order (DRF), valid until dirty
-	dirty   bool
-	quota   *quotaRun // nil without quotas
-	scratch []*drfNode
+	c     *core
+	now   time.Time
+	res   runResult
+	qbuf  qv
+	recs  []offerRec   // offers made, in order
+	fws   []*framework // frameworks offered to, by runSlot
+	order []*drfNode   // cached role order: strict priority (valid until dirty), DRF (if drfOrderOK)
+	// DRF: order holds the role order (a complete walk of the tree) and
+	// no allocation was made since.
+	drfOrderOK bool
+	sink       uint64 // see touch
+	gives      int    // allocations made in this run
+	dirty      bool
+	quota      *quotaRun // nil without quotas
+	scratch    []*drfNode
+	fwIt       kidIter // framework iteration (one at a time)
+	roleIt     roleIter
 }
 
 // allocate performs one allocation run at now: quota guarantees first,
@@ -46,6 +54,8 @@ func (c *core) allocate(now time.Time) runResult {
 		now:   now,
 		res:   runResult{offers: map[string]Offers{}},
 		dirty: true,
+		recs:  c.recBuf[:0],
+		fws:   c.fwBuf[:0],
 	}
 	if c.totalDirty {
 		c.tree[""].resort(c.totalQ)
@@ -57,7 +67,7 @@ func (c *core) allocate(now time.Time) runResult {
 	// Only agents that may have something to offer; in random order as
 	// Mesos does (so no agent is always first), or in the order they were
 	// added when shuffling is off (tests).
-	agents := append(c.agentBuf[:0], c.cands...)
+	agents := c.candidates(c.agentBuf[:0])
 	if c.shuffle {
 		c.rng.Shuffle(len(agents), func(i, j int) { agents[i], agents[j] = agents[j], agents[i] })
 	} else {
@@ -126,34 +136,35 @@ func offerable(n *drfNode, a *agent) bool {
 	return n.offerable && (!a.gpu || n.fw.gpu)
 }
 
-// roleOrder returns role leaves in offer order for the configured policy.
+// roleOrder returns role leaves in offer order for the policies other
+// than DRF (which walks the role tree instead, see roles).
 func (rn *run) roleOrder() []*drfNode {
 	c := rn.c
-	switch c.order {
-	case orderLottery:
+	if c.order == orderLottery {
 		return c.lotteryOrder(rn.scratch[:0])
-	case orderPriority:
-		if rn.dirty {
-			rn.order = c.priorityOrder(rn.order[:0])
-			rn.dirty = false
-		}
-		return rn.order
 	}
 	if rn.dirty {
-		rn.order = c.tree[""].leaves(rn.order[:0])
+		rn.order = c.priorityOrder(rn.order[:0])
 		rn.dirty = false
 	}
 	return rn.order
 }
 
-// frameworkOrder returns the frameworks of role r in offer order.
-func (rn *run) frameworkOrder(kids []*drfNode) []*drfNode {
-	if rn.c.order != orderLottery || len(kids) < 2 {
-		return kids
+// frameworks starts an iteration over the frameworks of a role's sorter
+// (its regular or revocable one) in offer order: DRF order, read lazily
+// (usually only the first few are looked at), or for the lottery a
+// random permutation of it.
+func (rn *run) frameworks(sorter *drfNode) *kidIter {
+	it := &rn.fwIt
+	if rn.c.order != orderLottery || len(sorter.kids) < 2 {
+		it.start(sorter)
+		return it
 	}
-	out := append(rn.scratch[:0:0], kids...)
+	out := sorter.ordered(it.sorted[:0])
 	rn.c.rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
-	return out
+	it.sorted = out
+	it.startList(out)
+	return it
 }
 
 // give records an allocation and adds it to the framework's offers.
@@ -162,6 +173,8 @@ func (rn *run) give(a *agent, n *drfNode, role string, res resources.Resources, 
 	rn.c.track(a, f, role, n, res, q, uq, whole)
 	rn.addOffer(a, f, role, res)
 	rn.dirty = true
+	rn.gives++
+	rn.drfOrderOK = false
 	if rn.quota != nil {
 		rn.quota.allocated(role, uq)
 	}
@@ -170,40 +183,91 @@ func (rn *run) give(a *agent, n *drfNode, role string, res resources.Resources, 
 // addOffer records an offer; the Offers maps are built once at the end
 // of the run (buildOffers), sized, rather than grown per offer.
 func (rn *run) addOffer(a *agent, f *framework, role string, res resources.Resources) {
-	rn.recs = append(rn.recs, offerRec{f, role, a, res})
+	rn.recs = append(rn.recs, offerRec{f, role, a.id, res})
 	if f.offeredRun != rn.c.runSeq {
 		f.offeredRun = rn.c.runSeq
 		f.runOffers = 0
+		f.runSlot = len(rn.fws)
+		rn.fws = append(rn.fws, f)
 	}
 	f.runOffers++
 	f.lastOffer = rn.now
 }
 
+// offerRec is one offer of a run. It holds the agent's ID rather than the
+// agent: buildOffers then needs no second visit to agents scattered in
+// memory.
 type offerRec struct {
-	f    *framework
-	role string
-	a    *agent
-	res  resources.Resources
+	f     *framework
+	role  string
+	agent string
+	res   resources.Resources
 }
 
+// buildOffers turns the run's offer records into the Offers maps, one
+// framework at a time: the records are first grouped by framework (a
+// counting sort on the run's framework slots), so each framework's maps
+// are filled while they are in cache rather than touched once per offer
+// all over the heap.
 func (rn *run) buildOffers() {
-	for _, o := range rn.recs {
-		byRole := rn.res.offers[o.f.id]
-		if byRole == nil {
-			byRole = make(Offers, 1)
-			rn.res.offers[o.f.id] = byRole
-		}
-		byAgent := byRole[o.role]
-		if byAgent == nil {
-			byAgent = make(map[string]resources.Resources, o.f.runOffers)
-			byRole[o.role] = byAgent
-		}
-		if old, ok := byAgent[o.a.id]; ok {
-			byAgent[o.a.id] = old.Add(o.res)
-		} else {
-			byAgent[o.a.id] = o.res
-		}
+	c := rn.c
+	defer func() {
+		// Keep the buffers for the next run, without what they point to.
+		clear(rn.recs)
+		c.recBuf = rn.recs[:0]
+		clear(rn.fws)
+		c.fwBuf = rn.fws[:0]
+	}()
+	if len(rn.recs) == 0 {
+		return
 	}
+	rn.res.offers = make(map[string]Offers, len(rn.fws))
+	offs := c.offBuf[:0]
+	pos := 0
+	for _, f := range rn.fws {
+		offs = append(offs, pos)
+		pos += f.runOffers
+	}
+	c.offBuf = offs
+	grouped := c.groupBuf
+	if cap(grouped) < len(rn.recs) {
+		grouped = make([]offerRec, len(rn.recs))
+	}
+	grouped = grouped[:len(rn.recs)]
+	for _, o := range rn.recs {
+		i := offs[o.f.runSlot]
+		offs[o.f.runSlot]++
+		grouped[i] = o
+	}
+	for start := 0; start < len(grouped); {
+		f := grouped[start].f
+		end := start + f.runOffers
+		byRole := make(Offers, 1)
+		for i, o := range grouped[start:end] {
+			byAgent := byRole[o.role]
+			if byAgent == nil {
+				byAgent = make(map[string]resources.Resources, f.runOffers)
+				byRole[o.role] = byAgent
+			}
+			n := len(byAgent)
+			byAgent[o.agent] = o.res
+			if len(byAgent) == n {
+				// A second offer of the agent to the framework and role in
+				// this run (rare: quota then fair stage): sum them all.
+				sum := o.res
+				for _, p := range grouped[start : start+i] {
+					if p.agent == o.agent && p.role == o.role {
+						sum = p.res.Add(sum)
+					}
+				}
+				byAgent[o.agent] = sum
+			}
+		}
+		rn.res.offers[f.id] = byRole
+		start = end
+	}
+	clear(grouped)
+	c.groupBuf = grouped[:0]
 }
 
 // fairStage offers each agent's free resources to roles in weighted DRF
@@ -213,10 +277,12 @@ func (rn *run) buildOffers() {
 func (rn *run) fairStage(agents []*agent) {
 	c := rn.c
 	for _, a := range agents {
+		rn.touch(a)
 		if !a.active || !a.freeQ.positive() {
 			continue
 		}
-		for _, leaf := range rn.roleOrder() {
+		roles := rn.roles()
+		for leaf := roles.next(); leaf != nil; leaf = roles.next() {
 			r := leaf.role
 			if r.live == 0 {
 				continue
@@ -235,9 +301,16 @@ func (rn *run) fairStage(agents []*agent) {
 			if !c.minAllocatableOK(q) {
 				continue
 			}
-			for _, n := range rn.frameworkOrder(r.fws.kids) {
+			it := rn.frameworks(r.fws)
+			for n := it.next(); n != nil; n = it.next() {
 				if !offerable(n, a) || filtered(n, a, q, rn.now) {
 					continue
+				}
+				if !whole && !exhausts(a, q) {
+					// The agent will have more for the roles after this
+					// one, which are offered in the order of before the
+					// allocation: fix it before the tree changes.
+					roles.freeze()
 				}
 				rn.give(a, n, r.name, res, q, uq, whole)
 				break
@@ -246,6 +319,130 @@ func (rn *run) fairStage(agents []*agent) {
 				break
 			}
 		}
+	}
+}
+
+// touch reads one word from each cache line of a's fields that an
+// allocation uses. Agents are visited in random order, so each visit
+// misses the cache on every line it touches; reading them back to back
+// makes the misses overlap (independent loads in flight together) instead
+// of paying them one after the other as the code reaches each field.
+func (rn *run) touch(a *agent) {
+	rn.sink += uint64(len(a.alloc)) + a.filterMask + uint64(len(a.id)) +
+		uint64(len(a.allocBuf[0].fw)) + uint64(a.allocVec[1][3])
+}
+
+// exhausts reports whether allocating q leaves nothing free on a.
+func exhausts(a *agent, q qv) bool {
+	for i, x := range a.freeQ {
+		if x-q.at(i) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// roles starts an iteration over role leaves in offer order for one
+// agent. Under DRF it walks the role tree lazily (depth first, children
+// in order), so an agent taken by the first role costs O(depth), not a
+// list of every role; the other policies list all roles.
+//
+// A walk that reaches the end is kept (run.order) and reused as a list
+// until the next allocation changes the tree: agents nobody takes (all
+// filtered or suppressed) then cost no walk at all.
+func (rn *run) roles() *roleIter {
+	it := &rn.roleIt
+	it.stack = it.stack[:0]
+	it.list, it.pos = nil, 0
+	if rn.c.order != orderDRF {
+		it.list = rn.roleOrder()
+		return it
+	}
+	if rn.drfOrderOK {
+		it.list = rn.order
+		if it.list == nil {
+			it.list = []*drfNode{}
+		}
+		return it
+	}
+	it.rn, it.gives = rn, rn.gives
+	// seen's storage may be run.order's: no longer valid (drfOrderOK is
+	// false), and not being read (this walk replaces it).
+	it.seen = it.seen[:0]
+	it.stack = append(it.stack, roleFrame{rn.c.tree[""], 0})
+	return it
+}
+
+// roleIter yields role leaves: from list if set, else by walking the
+// tree (whose sorted children must not change while walking; see freeze).
+type roleIter struct {
+	list  []*drfNode
+	pos   int
+	stack []roleFrame
+	buf   []*drfNode
+
+	// A walk records what it yielded (seen); if it reaches the end with
+	// no allocation made meanwhile, that is the run's role order until
+	// the next allocation.
+	rn    *run
+	gives int
+	seen  []*drfNode
+}
+
+type roleFrame struct {
+	n *drfNode
+	i int
+}
+
+func (it *roleIter) next() *drfNode {
+	if it.list != nil {
+		if it.pos >= len(it.list) {
+			return nil
+		}
+		it.pos++
+		return it.list[it.pos-1]
+	}
+	for len(it.stack) > 0 {
+		top := &it.stack[len(it.stack)-1]
+		if top.i >= len(top.n.kids) {
+			it.stack = it.stack[:len(it.stack)-1]
+			continue
+		}
+		k := top.n.kids[top.i]
+		top.i++
+		if len(k.kids) == 0 {
+			if k.role != nil || k.fw != nil {
+				it.seen = append(it.seen, k)
+				return k
+			}
+			continue
+		}
+		it.stack = append(it.stack, roleFrame{k, 0})
+	}
+	if rn := it.rn; rn != nil {
+		if rn.gives == it.gives {
+			rn.order, rn.drfOrderOK = it.seen, true
+		}
+		it.rn = nil
+	}
+	return nil
+}
+
+// freeze lists the leaves still to come, so the iteration goes on in the
+// current order after the tree changes.
+func (it *roleIter) freeze() {
+	if it.list != nil {
+		return
+	}
+	it.rn = nil // the walk's end is no longer a plain walk's
+	rest := it.buf[:0]
+	for l := it.next(); l != nil; l = it.next() {
+		rest = append(rest, l)
+	}
+	it.buf = rest
+	it.list, it.pos = rest, 0
+	if rest == nil {
+		it.list = []*drfNode{}
 	}
 }
 

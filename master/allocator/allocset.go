@@ -59,8 +59,25 @@ func (s *allocSet) add(fw, role string, res resources.Resources, q, uq qv) bool 
 		}
 		return false
 	}
+	if n := len(*s); n < cap(*s) {
+		// Reuse the vectors sub left in the spare slot: in steady state
+		// (offer, decline, offer again) tracking allocates nothing.
+		*s = (*s)[:n+1]
+		e := &(*s)[n]
+		e.fw, e.role, e.res = fw, role, res
+		e.q, e.uq = copyVec(e.q, q), copyVec(e.uq, uq)
+		return true
+	}
 	*s = append(*s, allocation{fw: fw, role: role, res: res, q: q.clone(), uq: uq.clone()})
 	return true
+}
+
+// copyVec copies src into dst's storage (nil stays nil: unknown).
+func copyVec(dst, src qv) qv {
+	if src == nil {
+		return nil
+	}
+	return append(dst[:0], src...)
 }
 
 // sub removes res from fw's allocation in role; all says res is all of
@@ -79,8 +96,12 @@ func (s *allocSet) sub(fw, role string, res resources.Resources, all bool) bool 
 		}
 	}
 	last := len(*s) - 1
+	gone := (*s)[i]
 	(*s)[i] = (*s)[last]
-	(*s)[last] = allocation{}
+	// The spare slot keeps only the vectors' storage, for add to reuse.
+	// Their contents stay valid until the next add on this set (untrack
+	// reads them after sub).
+	(*s)[last] = allocation{q: gone.q[:0], uq: gone.uq[:0]}
 	*s = (*s)[:last]
 	return true
 }

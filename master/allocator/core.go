@@ -1,6 +1,7 @@
 package allocator
 
 import (
+	"math/bits"
 	"math/rand"
 	"sort"
 	"strings"
@@ -18,11 +19,19 @@ import (
 type core struct {
 	names *nameTable
 
-	agents     map[string]*agent
-	agentList  []*agent // insertion order
-	cands      []*agent // agents that may have something to offer (see refreshCand)
+	agents    map[string]*agent
+	agentList []*agent // insertion order
+	// Agents by slot (a dense index, reused after removals), and the set of
+	// agents that may have something to offer as a bitmap over slots (see
+	// refreshCand).
+	slots      []*agent
+	freeSlots  []int
+	candBits   []uint64
+	ncand      int // bits set in candBits
 	agentSeq   uint64
+	nodeSeq    uint64 // framework sorter nodes created (filter bits)
 	frameworks map[string]*framework
+	lastFw     *framework // lookupFramework's cache
 	roles      map[string]*role
 
 	tree    map[string]*drfNode // role tree internal nodes by path; "" is the root
@@ -45,6 +54,12 @@ type core struct {
 	idleResvd bool // offer idle reservations as revocable
 
 	agentBuf []*agent // reused per run
+	// Buffers of buildOffers, reused per run (emptied after each).
+	recBuf   []offerRec
+	groupBuf []offerRec
+	fwBuf    []*framework
+	offBuf   []int
+	recBufs  [2][]recovered // recoverResources' buffers
 
 	revokingQ qv // sum of all agents' pending revocations
 
@@ -61,32 +76,67 @@ const (
 )
 
 // agent is one agent's resources as the allocator sees them.
+//
+// Runs visit agents in random order, so each visit starts with a cache
+// miss; the fields a run reads and writes for every agent come first and
+// the storage of their small vectors, of the first allocation entry and of
+// its vectors is inline (the *Buf and *Vec arrays), so one visit touches one
+// contiguous object instead of half a dozen scattered allocations. Slices
+// outgrow their inline storage transparently (append/grow reallocate).
 type agent struct {
-	id       string
-	seq      uint64 // insertion order
-	candIdx  int    // index in core.cands, -1 if absent
-	removed  bool
-	info     *mesos.AgentInfo
 	active   bool
-	total    resources.Resources // non-revocable
-	totalQ   qv
 	reserved bool // total holds reserved resources (slow path)
 	gpu      bool
+	removed  bool
+	cand     bool // in core.candBits
+	slot     int  // index in core.slots
 
-	free       resources.Resources // total minus allocated (non-revocable)
-	freeQ      qv
-	freeUnresQ qv // unreserved part of freeQ
+	freeQ         qv
+	freeQBuf      [4]int64 // storage of freeQ, next to active (read together first)
+	freeUnresQ    qv       // unreserved part of freeQ
+	freeUnresQBuf [4]int64
+	free          resources.Resources // total minus allocated (non-revocable)
 
 	// alloc holds non-revocable allocations (offered or in use), by
 	// framework ID and role, without allocation info.
 	alloc allocSet
 
-	oversub    resources.Resources // revocable estimate (UpdateOversubscribed)
+	oversub   resources.Resources // revocable estimate (UpdateOversubscribed)
+	revAllocd resources.Resources // sum of revAlloc
+
+	// filters are the offer filters on this agent (filters.go);
+	// filterMask has the bit of every framework node with an entry, so
+	// most checks need not read the entries.
+	filters    []offerFilter
+	filterMask uint64
+
+	id string
+
+	allocBuf [1]allocation // storage of alloc's first entry
+	allocVec [2][4]int64   // storage of that entry's vectors
+
+	seq    uint64 // insertion order
+	info   *mesos.AgentInfo
+	total  resources.Resources // non-revocable
+	totalQ qv
+
 	revTotal   resources.Resources // oversub plus idle reservations, computed per run
 	revAlloc   allocSet
-	revAllocd  resources.Resources // sum of revAlloc
 	rescinding map[string]resources.Resources
 	revoking   map[string]qv // revocations asked of frameworks here, until they give back
+}
+
+// setFree sets the agent's free vectors, copying them into its inline
+// storage.
+func (a *agent) setFree(q, uq qv) {
+	a.freeQ = append(a.freeQBuf[:0], q...)
+	a.freeUnresQ = append(a.freeUnresQBuf[:0], uq...)
+}
+
+// initAlloc points the agent's allocation set at its inline storage.
+func (a *agent) initAlloc() {
+	a.allocBuf[0] = allocation{q: a.allocVec[0][:0], uq: a.allocVec[1][:0]}
+	a.alloc = a.allocBuf[:0]
 }
 
 // framework is one framework as the allocator sees it. A placeholder (known
@@ -110,6 +160,7 @@ type framework struct {
 	lastOffer  time.Time // last time it was offered anything (explanations)
 	offeredRun uint64    // the run that last offered it anything
 	runOffers  int       // offers in that run
+	runSlot    int       // its index among the frameworks offered to in that run
 }
 
 // role is one role that has frameworks, allocations or quota.
@@ -124,22 +175,14 @@ type role struct {
 	revLive int // revocable framework nodes that are offerable
 }
 
-// offerFilter keeps resources from being offered to a framework on an agent
-// for a role until expiry, as long as what would be offered is no more than
-// what was refused.
-type offerFilter struct {
-	until   time.Time
-	refused qv
-}
-
 func newCore(opts Options) *core {
 	c := &core{
 		names:      newNameTable(),
 		agents:     map[string]*agent{},
 		frameworks: map[string]*framework{},
 		roles:      map[string]*role{},
-		tree:       map[string]*drfNode{"": {name: "", weight: 1}},
-		revRoot:    &drfNode{name: "", weight: 1},
+		tree:       map[string]*drfNode{"": {name: "", weight: 1, sortedKids: true}},
+		revRoot:    &drfNode{name: "", weight: 1, sortedKids: true},
 		weights:    map[string]float64{},
 		quotas:     map[string]Quota{},
 		interval:   opts.Interval,
@@ -236,7 +279,7 @@ func (c *core) treeNode(path string) *drfNode {
 		parent = path[:i]
 	}
 	p := c.treeNode(parent)
-	n := &drfNode{name: path, weight: c.weight(path)}
+	n := &drfNode{name: path, weight: c.weight(path), sortedKids: true}
 	p.insertKid(n)
 	c.tree[path] = n
 	return n
@@ -267,7 +310,7 @@ func (c *core) fwNode(f *framework, r *role) *drfNode {
 	if n := f.nodes[r.name]; n != nil {
 		return n
 	}
-	n := &drfNode{name: f.id, weight: 1, fw: f, owner: r}
+	n := &drfNode{name: f.id, weight: 1, fw: f, owner: r, fbit: c.nextFilterBit()}
 	r.fws.insertKid(n)
 	f.nodes[r.name] = n
 	setOfferable(f, n, r.name, &r.live)
@@ -278,11 +321,18 @@ func (c *core) fwRevNode(f *framework, r *role) *drfNode {
 	if n := f.revNodes[r.name]; n != nil {
 		return n
 	}
-	n := &drfNode{name: f.id, weight: 1, fw: f, owner: r}
+	n := &drfNode{name: f.id, weight: 1, fw: f, owner: r, fbit: c.nextFilterBit()}
 	r.revFws.insertKid(n)
 	f.revNodes[r.name] = n
 	setOfferable(f, n, r.name, &r.revLive)
 	return n
+}
+
+// nextFilterBit hands out framework nodes' filter mask bits in turn, so
+// up to 64 nodes created together have distinct bits.
+func (c *core) nextFilterBit() uint64 {
+	c.nodeSeq++
+	return 1 << (c.nodeSeq % 64)
 }
 
 // maybeDropFwNode removes f from r's sorters when it neither subscribes to
@@ -295,6 +345,7 @@ func (c *core) maybeDropFwNode(f *framework, r *role) {
 		if n.offerable {
 			r.live--
 		}
+		clearNodeFilters(n)
 		r.fws.removeKid(n)
 		delete(f.nodes, r.name)
 	}
@@ -302,6 +353,7 @@ func (c *core) maybeDropFwNode(f *framework, r *role) {
 		if n.offerable {
 			r.revLive--
 		}
+		clearNodeFilters(n)
 		r.revFws.removeKid(n)
 		delete(f.revNodes, r.name)
 	}
@@ -333,26 +385,64 @@ func refreshOfferable(f *framework) {
 	}
 }
 
-// refreshCand keeps c.cands the set of agents that may have something to
-// offer (free resources, or revocable ones to offer or rescind), so runs
-// skip the rest without touching them.
+// refreshCand keeps c.candBits the set of agents that may have something
+// to offer (free resources, or revocable ones to offer or rescind), so runs
+// skip the rest without touching them. A bitmap rather than a list: taking
+// an agent out touches no other agent (a swap-remove would move another,
+// a cache miss in the middle of a run).
 func (c *core) refreshCand(a *agent) {
 	want := a.freeQ.positive() || !a.oversub.IsEmpty() || !a.revAllocd.IsEmpty() || (c.idleResvd && a.reserved)
 	if a.removed {
 		want = false
 	}
-	switch {
-	case want && a.candIdx < 0:
-		a.candIdx = len(c.cands)
-		c.cands = append(c.cands, a)
-	case !want && a.candIdx >= 0:
-		last := c.cands[len(c.cands)-1]
-		c.cands[a.candIdx] = last
-		last.candIdx = a.candIdx
-		c.cands[len(c.cands)-1] = nil
-		c.cands = c.cands[:len(c.cands)-1]
-		a.candIdx = -1
+	if want == a.cand {
+		return
 	}
+	a.cand = want
+	w, bit := a.slot/64, uint64(1)<<(a.slot%64)
+	if want {
+		c.candBits[w] |= bit
+		c.ncand++
+	} else {
+		c.candBits[w] &^= bit
+		c.ncand--
+	}
+}
+
+// addSlot gives a a slot.
+func (c *core) addSlot(a *agent) {
+	if n := len(c.freeSlots); n > 0 {
+		a.slot = c.freeSlots[n-1]
+		c.freeSlots = c.freeSlots[:n-1]
+		c.slots[a.slot] = a
+		return
+	}
+	a.slot = len(c.slots)
+	c.slots = append(c.slots, a)
+	if a.slot/64 >= len(c.candBits) {
+		c.candBits = append(c.candBits, 0)
+	}
+}
+
+// dropSlot frees a's slot (a is removed and no longer a candidate).
+func (c *core) dropSlot(a *agent) {
+	c.slots[a.slot] = nil
+	c.freeSlots = append(c.freeSlots, a.slot)
+}
+
+// candidates appends the candidate agents, in slot order.
+func (c *core) candidates(out []*agent) []*agent {
+	if c.ncand == 0 {
+		return out
+	}
+	for w, word := range c.candBits {
+		for word != 0 {
+			b := bits.TrailingZeros64(word)
+			word &= word - 1
+			out = append(out, c.slots[w*64+b])
+		}
+	}
+	return out
 }
 
 func (c *core) forgetRevoking(a *agent, fid string) {
@@ -384,14 +474,16 @@ func (c *core) track(a *agent, f *framework, rn string, n *drfNode, res resource
 	if n == nil {
 		n = c.fwNode(f, c.roleFor(rn))
 	}
-	c.roles[rn].leaf.change(q, +1, c.totalQ)
+	n.owner.leaf.change(q, +1, c.totalQ)
 	n.change(q, +1, c.totalQ)
 }
 
 // untrack is the inverse of track for res ⊆ a.alloc[f][rn].
 //
 // When res is the whole entry, its stored quantities save recomputing them.
-func (c *core) untrack(a *agent, f *framework, rn string, res resources.Resources) {
+// It returns the quantities of res; they may live in a's allocation set's
+// spare storage, valid until the next allocation on a.
+func (c *core) untrack(a *agent, f *framework, rn string, res resources.Resources) (qv, *drfNode) {
 	var q, uq qv
 	if i := a.alloc.find(f.id, rn); i >= 0 && a.alloc[i].q != nil && a.alloc[i].res.Equal(res) {
 		q, uq = a.alloc[i].q, a.alloc[i].uq
@@ -418,13 +510,21 @@ func (c *core) untrack(a *agent, f *framework, rn string, res resources.Resource
 	if len(a.revoking) > 0 {
 		c.forgetRevoking(a, f.id)
 	}
-	if r := c.roles[rn]; r != nil {
+	var r *role
+	n := f.nodes[rn]
+	if n != nil {
+		r = n.owner // the same role, without a lookup
+	} else {
+		r = c.roles[rn]
+	}
+	if r != nil {
 		r.leaf.change(q, -1, c.totalQ)
-		if n := f.nodes[rn]; n != nil {
+		if n != nil {
 			n.change(q, -1, c.totalQ)
 		}
 		c.maybeDropFwNode(f, r)
 	}
+	return q, n
 }
 
 func (c *core) trackRevocable(a *agent, f *framework, rn string, res resources.Resources, q qv) {
@@ -472,11 +572,22 @@ func allocationRole(r *mesos.Resource) string {
 	return r.GetAllocationInfo().GetRole()
 }
 
+// recovered is what recoverFrom freed for one role: the resources and,
+// when known, their quantities (valid until the next allocation on the
+// agent; nil: compute them) and the framework's node in the role's sorter
+// as it was before (nil: look it up).
+type recovered struct {
+	role string
+	res  resources.Resources
+	q    qv
+	node *drfNode
+}
+
 // recoverFrom hands res back from framework f on agent a: resources naming
 // a role in their allocation info go back to that role, the rest to
-// whichever roles hold them. It returns what was actually held (and is
-// now free), by role.
-func (c *core) recoverFrom(a *agent, f *framework, res resources.Resources, revocable bool) map[string]resources.Resources {
+// whichever roles hold them. It appends to out what was actually held (and
+// is now free), by role.
+func (c *core) recoverFrom(a *agent, f *framework, res resources.Resources, revocable bool, out []recovered) []recovered {
 	if !revocable && !res.IsEmpty() && !hasAllocationInfo(res) {
 		// Common case: everything of a single-entry allocation comes back
 		// (a declined or rescinded offer).
@@ -492,8 +603,8 @@ func (c *core) recoverFrom(a *agent, f *framework, res resources.Resources, revo
 		}
 		if only >= 0 && a.alloc[only].res.Equal(res) {
 			rn := a.alloc[only].role
-			c.untrack(a, f, rn, res)
-			return map[string]resources.Resources{rn: res}
+			q, n := c.untrack(a, f, rn, res)
+			return append(out, recovered{rn, res, q, n})
 		}
 	}
 	held := a.alloc.byRole(f.id)
@@ -501,9 +612,9 @@ func (c *core) recoverFrom(a *agent, f *framework, res resources.Resources, revo
 		held = a.revAlloc.byRole(f.id)
 	}
 	if len(held) == 0 || res.IsEmpty() {
-		return nil
+		return out
 	}
-	out := map[string]resources.Resources{}
+	byRole := map[string]resources.Resources{}
 	untagged := res
 	if len(held) > 1 || hasAllocationInfo(res) {
 		for rn := range held {
@@ -511,7 +622,7 @@ func (c *core) recoverFrom(a *agent, f *framework, res resources.Resources, revo
 			if tagged.IsEmpty() {
 				continue
 			}
-			out[rn] = tagged.WithoutAllocationInfo()
+			byRole[rn] = tagged.WithoutAllocationInfo()
 		}
 		untagged = res.Filter(func(r *mesos.Resource) bool { return allocationRole(r) == "" })
 	}
@@ -522,7 +633,7 @@ func (c *core) recoverFrom(a *agent, f *framework, res resources.Resources, revo
 	sort.Strings(roles)
 	for _, rn := range roles {
 		h := held[rn]
-		want := out[rn]
+		want := byRole[rn]
 		var got resources.Resources
 		if !want.IsEmpty() {
 			got = intersect(h, want)
@@ -539,17 +650,14 @@ func (c *core) recoverFrom(a *agent, f *framework, res resources.Resources, revo
 			got = got.Add(part)
 		}
 		if got.IsEmpty() {
-			delete(out, rn)
 			continue
 		}
-		out[rn] = got
-	}
-	for rn, got := range out {
 		if revocable {
 			c.untrackRevocable(a, f, rn, got)
 		} else {
 			c.untrack(a, f, rn, got)
 		}
+		out = append(out, recovered{role: rn, res: got})
 	}
 	return out
 }

@@ -83,12 +83,12 @@ func (c *core) setFrameworkInfo(f *framework, info *mesos.FrameworkInfo, suppres
 func clearFilters(f *framework, rn string) {
 	for r, n := range f.nodes {
 		if rn == "" || r == rn {
-			n.filters = nil
+			clearNodeFilters(n)
 		}
 	}
 	for r, n := range f.revNodes {
 		if rn == "" || r == rn {
-			n.filters = nil
+			clearNodeFilters(n)
 		}
 	}
 }
@@ -188,7 +188,7 @@ func (c *core) removeFramework(id string) bool {
 			c.maybeDropFwNode(f, r)
 		}
 	}
-	delete(c.frameworks, id)
+	c.forgetFramework(id)
 	return freed
 }
 
@@ -235,13 +235,13 @@ func (c *core) addAgent(id string, info *mesos.AgentInfo, total resources.Resour
 		rescinding: map[string]resources.Resources{},
 		revoking:   map[string]qv{},
 	}
+	a.initAlloc()
 	c.setTotal(a, total.NonRevocable())
 	a.free = a.total
-	a.freeQ = a.totalQ.clone()
-	a.freeUnresQ = c.unreservedQ(a, a.total)
+	a.setFree(a.totalQ, c.unreservedQ(a, a.total))
 	c.agentSeq++
 	a.seq = c.agentSeq
-	a.candIdx = -1
+	c.addSlot(a)
 	c.agents[id] = a
 	c.agentList = append(c.agentList, a)
 	c.refreshCand(a)
@@ -282,15 +282,10 @@ func (c *core) removeAgent(id string) bool {
 	for _, x := range a.revAlloc.sorted() {
 		c.untrackRevocable(a, c.frameworks[x.fw], x.role, x.res)
 	}
+	a.dropFilters()
 	for _, f := range c.frameworks {
-		for _, n := range f.nodes {
-			delete(n.filters, a)
-		}
-		for _, n := range f.revNodes {
-			delete(n.filters, a)
-		}
 		if !f.known && f.nalloc == 0 {
-			delete(c.frameworks, f.id)
+			c.forgetFramework(f.id)
 		}
 	}
 	c.totalQ = c.totalQ.sub(a.totalQ)
@@ -298,6 +293,7 @@ func (c *core) removeAgent(id string) bool {
 	delete(c.agents, id)
 	a.removed = true
 	c.refreshCand(a)
+	c.dropSlot(a)
 	for i, x := range c.agentList {
 		if x == a {
 			c.agentList = append(c.agentList[:i], c.agentList[i+1:]...)
@@ -323,8 +319,7 @@ func (c *core) updateAgent(id string, info *mesos.AgentInfo, total resources.Res
 		free = free.Subtract(x.res)
 	}
 	a.free = free
-	a.freeQ = c.names.vecOf(free)
-	a.freeUnresQ = c.unreservedQ(a, free)
+	a.setFree(c.names.vecOf(free), c.unreservedQ(a, free))
 	c.refreshCand(a)
 	return true
 }
@@ -358,20 +353,51 @@ func (c *core) deactivateAgent(id string) bool {
 // maxFilter caps refuse_seconds, as Mesos does (a year).
 const maxFilter = 365 * 24 * time.Hour
 
+// lookupFramework is c.frameworks[id] through a one-entry cache: the master
+// passes back declined offers in bursts, framework by framework.
+func (c *core) lookupFramework(id string) *framework {
+	if f := c.lastFw; f != nil && f.id == id {
+		return f
+	}
+	f := c.frameworks[id]
+	c.lastFw = f
+	return f
+}
+
+// forgetFramework deletes a framework (and drops it from the cache).
+func (c *core) forgetFramework(id string) {
+	delete(c.frameworks, id)
+	if c.lastFw != nil && c.lastFw.id == id {
+		c.lastFw = nil
+	}
+}
+
 func (c *core) recoverResources(fid, aid string, res resources.Resources, filters *mesos.Filters, now time.Time) bool {
-	f := c.frameworks[fid]
+	f := c.lookupFramework(fid)
 	a := c.agents[aid]
 	if f == nil || a == nil || res.IsEmpty() {
 		return false
 	}
-	got := c.recoverFrom(a, f, res.NonRevocable(), false)
-	gotRev := c.recoverFrom(a, f, res.Revocable(), true)
+	// Offers are rarely revocable: split only when they are (Revocable
+	// allocates nothing when it finds nothing).
+	nonRev, rev := res, res.Revocable()
+	if !rev.IsEmpty() {
+		nonRev = res.NonRevocable()
+	}
+	got := c.recoverFrom(a, f, nonRev, false, c.recBufs[0][:0])
+	gotRev := c.recoverFrom(a, f, rev, true, c.recBufs[1][:0])
+	defer func() {
+		clear(got)
+		clear(gotRev)
+		c.recBufs[0], c.recBufs[1] = got[:0], gotRev[:0]
+	}()
+	freed := len(got)+len(gotRev) > 0
 	if filters == nil || !f.known {
-		return len(got)+len(gotRev) > 0
+		return freed
 	}
 	secs := filters.GetRefuseSeconds()
 	if !(secs > 0) { // also NaN
-		return len(got)+len(gotRev) > 0
+		return freed
 	}
 	d := maxFilter
 	if secs < maxFilter.Seconds() {
@@ -382,42 +408,32 @@ func (c *core) recoverResources(fid, aid string, res resources.Resources, filter
 	if d < c.interval {
 		d = c.interval
 	}
-	for rn, part := range got {
-		if r := c.roles[rn]; r != nil && f.roleSet[rn] {
-			addFilter(c.fwNode(f, r), a, c.names.vecOf(part), now.Add(d))
+	for _, g := range got {
+		if !f.roleSet[g.role] {
+			continue
+		}
+		// A subscribed framework's node stays in its role's sorter, so the
+		// node untrack used is the one fwNode would return.
+		n := g.node
+		if n == nil {
+			r := c.roles[g.role]
+			if r == nil {
+				continue
+			}
+			n = c.fwNode(f, r)
+		}
+		q := g.q
+		if q == nil {
+			q = c.names.vecOf(g.res)
+		}
+		addFilter(n, a, q, now.Add(d))
+	}
+	for _, g := range gotRev {
+		if r := c.roles[g.role]; r != nil && f.roleSet[g.role] {
+			addFilter(c.fwRevNode(f, r), a, c.names.vecOf(g.res), now.Add(d))
 		}
 	}
-	for rn, part := range gotRev {
-		if r := c.roles[rn]; r != nil && f.roleSet[rn] {
-			addFilter(c.fwRevNode(f, r), a, c.names.vecOf(part), now.Add(d))
-		}
-	}
-	return len(got)+len(gotRev) > 0
-}
-
-func addFilter(n *drfNode, a *agent, refused qv, until time.Time) {
-	if n.filters == nil {
-		n.filters = map[*agent]offerFilter{}
-	}
-	n.filters[a] = offerFilter{until: until, refused: refused}
-}
-
-// filtered reports whether the framework of sorter node n refused at
-// least q on a and the filter is still in force; expired filters are
-// dropped here.
-func filtered(n *drfNode, a *agent, q qv, now time.Time) bool {
-	if len(n.filters) == 0 {
-		return false
-	}
-	fl, ok := n.filters[a]
-	if !ok {
-		return false
-	}
-	if !now.Before(fl.until) {
-		delete(n.filters, a)
-		return false
-	}
-	return q.leq(fl.refused)
+	return freed
 }
 
 func rolesOrAll(f *framework, roles []string) []string {

@@ -80,7 +80,7 @@ func (c *core) metricsMap(queued int) map[string]float64 {
 		m[p+"roles/"+rn+"/shares/dominant"] = dominant(c.tree[rn].alloc, c.totalQ)
 		filters := 0
 		for _, n := range r.fws.kids {
-			filters += len(n.filters)
+			filters += n.nfilters
 		}
 		m[p+"offer_filters/roles/"+rn+"/active"] = float64(filters)
 	}

@@ -36,7 +36,7 @@ func (c *core) newQuotaRun(agents []*agent) *quotaRun {
 		resvIdle: map[string]qv{},
 		top:      map[string]string{},
 		deficit:  map[string]qv{},
-		sorter:   &drfNode{weight: 1},
+		sorter:   &drfNode{weight: 1, sortedKids: true},
 		nodes:    map[string]*drfNode{},
 	}
 	for rn, q := range c.quotas {
@@ -319,7 +319,8 @@ func (rn *run) quotaStage(agents []*agent) {
 			if !c.minAllocatableOK(q) {
 				continue
 			}
-			for _, n := range rn.frameworkOrder(r.fws.kids) {
+			it := rn.frameworks(r.fws)
+			for n := it.next(); n != nil; n = it.next() {
 				if !offerable(n, a) || filtered(n, a, q, rn.now) {
 					continue
 				}

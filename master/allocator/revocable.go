@@ -62,7 +62,8 @@ func (rn *run) revocableStage(agents []*agent) {
 			if r == nil || r.revLive == 0 {
 				continue
 			}
-			for _, n := range rn.frameworkOrder(r.revFws.kids) {
+			it := rn.frameworks(r.revFws)
+			for n := it.next(); n != nil; n = it.next() {
 				f := n.fw
 				if !f.revocable || !offerable(n, a) || filtered(n, a, q, rn.now) {
 					continue

@@ -44,13 +44,24 @@ func toMilli(x float64) int64 { return int64(math.Round(x * 1000)) }
 
 func fromMilli(m int64) float64 { return float64(m) / 1000 }
 
-// vecOf converts the scalar quantities of r to a vector.
+// vecOf converts the scalar quantities of r to a vector. It goes by name
+// (Names, then Scalar per name) rather than through Quantities, which
+// builds two maps per call.
 func (t *nameTable) vecOf(r resources.Resources) qv {
 	if r.IsEmpty() {
 		return nil
 	}
-	q := r.Quantities()
-	return t.vecOfMap(q)
+	var v qv
+	for _, name := range r.Names() {
+		x := r.Scalar(name) // 0 for non-scalar resources
+		if x == 0 {
+			continue
+		}
+		i := t.index(name)
+		v = v.grow(i + 1)
+		v[i] += toMilli(x)
+	}
+	return v
 }
 
 // vecOfMap converts quantities by name to a vector.

@@ -18,6 +18,7 @@ import (
 	"mezzo/api/mesos"
 	"mezzo/internal/clock"
 	"mezzo/master/allocator"
+	"mezzo/master/allocator/internal/cputime"
 	"mezzo/resources"
 )
 
@@ -46,6 +47,16 @@ type Result struct {
 	// CycleMinMS and CycleMaxMS bound the timed runs.
 	CycleMinMS float64 `json:"cycle_min_ms"`
 	CycleMaxMS float64 `json:"cycle_max_ms"`
+	// CycleCPUMS is the median CPU time of those runs on their thread
+	// (Linux; 0 elsewhere). On a shared, loaded machine wall times include
+	// waiting for a core; this does not (nor the collector's background
+	// work).
+	CycleCPUMS float64 `json:"cycle_cpu_ms"`
+	// DeclineMS is the median time to hand every offer of one of those
+	// runs back through RecoverResources (declined with a one-hour
+	// filter), end to end; DeclineCPUMS its CPU time on the thread.
+	DeclineMS    float64 `json:"decline_ms"`
+	DeclineCPUMS float64 `json:"decline_cpu_ms"`
 	// IdleMS is the median time of a run that allocates nothing because
 	// everything is already offered.
 	IdleMS float64 `json:"idle_ms"`
@@ -174,13 +185,19 @@ func Run(cfg Config) (Result, error) {
 		return res, err
 	}
 	res.SetupMS = ms(time.Since(start))
-	var times []float64
+	var times, cpu, decl, declCPU []float64
 	var offers []int
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	for i := 0; i < cfg.Cycles; i++ {
 		d, n := cl.Allocate()
 		times = append(times, ms(d))
+		cpu = append(cpu, ms(cl.Alloc.LastRunCPU()))
 		offers = append(offers, n)
+		start, cpu0 := time.Now(), cputime.Thread()
 		cl.DeclineAll(time.Hour)
+		declCPU = append(declCPU, ms(cputime.Thread()-cpu0))
+		decl = append(decl, ms(time.Since(start)))
 		cl.Clock.Advance(time.Second)
 	}
 	// Now let one run hand everything out and time runs with nothing free.
@@ -194,6 +211,9 @@ func Run(cfg Config) (Result, error) {
 	sort.Float64s(times)
 	sort.Ints(offers)
 	res.CycleMS = median(times)
+	res.CycleCPUMS = median(cpu)
+	res.DeclineMS = median(decl)
+	res.DeclineCPUMS = median(declCPU)
 	res.CycleMinMS = times[0]
 	res.CycleMaxMS = times[len(times)-1]
 	res.Offers = offers[len(offers)/2]
