@@ -21,6 +21,7 @@ const (
 	DefaultAllocationInterval            = time.Second
 	DefaultAgentPingTimeout              = 15 * time.Second
 	DefaultMaxAgentPingTimeouts          = 5
+	DefaultAgentReregisterTimeout        = 10 * time.Minute
 	DefaultHeartbeatInterval             = 15 * time.Second
 	DefaultMaxCompletedFrameworks        = 50
 	DefaultMaxCompletedTasksPerFramework = 1000
@@ -95,6 +96,28 @@ type Config struct {
 	// Flags are the effective flags, reported by /master/flags and GET_FLAGS.
 	Flags []Flag
 
+	// AgentReregisterTimeout is how long a newly elected master waits for
+	// the agents admitted in the registry to re-register before marking
+	// them unreachable (--agent_reregister_timeout, default 10 mins).
+	AgentReregisterTimeout time.Duration
+	// AgentRemovalInterval spaces out marking agents unreachable (after
+	// missed pings or the re-registration timeout): at most one removal
+	// per interval (--agent_removal_rate_limit "1/10mins" is 10 mins; 0,
+	// the default, means no limit).
+	AgentRemovalInterval time.Duration
+
+	// Election makes the master follow a replicated log's leadership: it
+	// starts as a follower (307/503, no state), and each time it is
+	// elected it recovers the registry (Registrar must implement
+	// Recoverer), commits its MasterInfo, and serves with epoch Term();
+	// when deposed it drops all soft state. Nil: the master leads from
+	// the start with Epoch.
+	Election Election
+	// OnFatal is called (once, on its own goroutine) when the master
+	// cannot go on: e.g. strict recovery found an empty registry. cmd/
+	// exits loudly. Nil: log only.
+	OnFatal func(error)
+
 	// Clock drives timers (offer, ping and failover timeouts). Nil means clock.Real.
 	Clock clock.Clock
 	// Registrar makes agent admission and removal durable. Nil means an
@@ -147,6 +170,15 @@ func (c *Config) validate() error {
 	if c.MaxAgentPingTimeouts < 0 {
 		return errors.New("master: Config.MaxAgentPingTimeouts must be positive")
 	}
+	if c.AgentReregisterTimeout == 0 {
+		c.AgentReregisterTimeout = DefaultAgentReregisterTimeout
+	}
+	if c.AgentReregisterTimeout < 0 {
+		return errors.New("master: Config.AgentReregisterTimeout must be positive")
+	}
+	if c.AgentRemovalInterval < 0 {
+		return errors.New("master: Config.AgentRemovalInterval must not be negative")
+	}
 	if c.HeartbeatInterval == 0 {
 		c.HeartbeatInterval = DefaultHeartbeatInterval
 	}
@@ -176,6 +208,11 @@ func (c *Config) validate() error {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.Election != nil {
+		if _, ok := c.Registrar.(Recoverer); !ok {
+			return errors.New("master: Config.Election needs a Registrar that implements Recoverer")
+		}
 	}
 	return nil
 }

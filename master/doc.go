@@ -61,6 +61,16 @@
 //	     │ re-SUBSCRIBE: Registrar.MarkReachable ──► registered
 //	UNREGISTER: Registrar.Remove ──► gone (SHUTDOWN on any later SUBSCRIBE)
 //
+// # Leadership
+//
+// With Config.Election (Raft, wired by cmd/), a master starts as a
+// follower (307 to the leader, 503 while none is known) and leads only
+// after recovering the registry in the current term (leader.go,
+// state_leader.go); when deposed its whole state is replaced by a fresh
+// follower state, so soft state, streams and offers die with the
+// leadership. ReplicatedRegistrar adapts master/registrar. docs/ha.md
+// has the details.
+//
 // # Offer lifetime
 //
 //	allocator Offer callback ──► outstanding (OFFERS event to the framework)

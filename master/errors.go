@@ -10,6 +10,10 @@ import (
 type APIError struct {
 	Status  int
 	Message string
+	// Leader is the leading master's "host:port" when Status is 307 (this
+	// master does not lead): the HTTP layer answers with
+	// Location: //Leader + the request's path.
+	Leader string
 }
 
 func (e *APIError) Error() string { return e.Message }
@@ -27,3 +31,7 @@ func forbidden(format string, args ...any) *APIError {
 
 // ErrStopped is returned by calls made after Stop.
 var ErrStopped = &APIError{Status: http.StatusServiceUnavailable, Message: "Master is shutting down"}
+
+// ErrNotLeading answers a call whose master lost its leadership before
+// the call completed; the caller should retry with the new leader.
+var ErrNotLeading = &APIError{Status: http.StatusServiceUnavailable, Message: "Master lost its leadership; retry with the new leader"}

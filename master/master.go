@@ -24,11 +24,18 @@ type Master struct {
 	snap  atomic.Pointer[Snapshot]
 	s     *state // owned by the loop goroutine once Start is called
 
-	stop      chan struct{}
-	done      chan struct{}
-	startOnce sync.Once
-	stopOnce  sync.Once
-	started   atomic.Bool
+	stop chan struct{}
+	done chan struct{}
+	// regFailed is signalled when a registrar write fails for a reason
+	// other than the operation (leader.go steps down and recovers).
+	regFailed  chan struct{}
+	followDone chan struct{}
+	// leaderChanged is closed (and replaced) whenever a published
+	// snapshot changes Elected or Leader (AwaitLeader).
+	leaderChanged atomic.Pointer[chan struct{}]
+	startOnce     sync.Once
+	stopOnce      sync.Once
+	started       atomic.Bool
 }
 
 // New validates cfg, builds the allocator if none is given, and returns a
@@ -38,10 +45,15 @@ func New(cfg Config) (*Master, error) {
 		return nil, err
 	}
 	m := &Master{
-		cfg:  cfg,
-		mbox: newQueue[event](0),
-		stop: make(chan struct{}),
-		done: make(chan struct{}),
+		cfg:        cfg,
+		mbox:       newQueue[event](0),
+		stop:       make(chan struct{}),
+		done:       make(chan struct{}),
+		regFailed:  make(chan struct{}, 1),
+		followDone: make(chan struct{}),
+	}
+	if cfg.Election != nil {
+		cfg.Registrar = &failureWatch{Registrar: cfg.Registrar, failed: m.regFailed}
 	}
 	m.alloc = cfg.Allocator
 	if m.alloc == nil {
@@ -65,8 +77,15 @@ func New(cfg Config) (*Master, error) {
 		m.alloc.UpdateWeights(cfg.Weights)
 	}
 	now := cfg.Clock.Now()
-	m.s = newState(cfg, m.alloc, m.post, now)
+	m.s = newState(cfg, m.alloc, nil, now)
+	m.s.post = m.postFor(m.s)
+	if cfg.Election != nil {
+		m.s.leading = false
+		m.s.leader = nil
+	}
 	m.snap.Store(m.s.snapshot(now))
+	ch := make(chan struct{})
+	m.leaderChanged.Store(&ch)
 	return m, nil
 }
 
@@ -76,6 +95,11 @@ func (m *Master) Start() {
 		m.started.Store(true)
 		m.alloc.Start()
 		go m.run()
+		if m.cfg.Election != nil {
+			go m.follow()
+		} else {
+			close(m.followDone)
+		}
 	})
 }
 
@@ -89,6 +113,7 @@ func (m *Master) Stop() {
 			return
 		}
 		close(m.stop)
+		<-m.followDone
 		<-m.done
 		m.alloc.Stop()
 	})
@@ -103,9 +128,59 @@ func (m *Master) Info() *mesos.MasterInfo { return m.Snapshot().Info }
 // Snapshot returns the latest published view of the state. It never blocks.
 func (m *Master) Snapshot() *Snapshot { return m.snap.Load() }
 
+// AwaitLeader returns the latest snapshot once this master leads or knows
+// a leader, or when d has passed or ctx ends (whichever is first). The
+// HTTP layer uses it to hold a request that arrives during an election
+// instead of answering 503 at once.
+func (m *Master) AwaitLeader(ctx context.Context, d time.Duration) *Snapshot {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for {
+		ch := *m.leaderChanged.Load()
+		snap := m.Snapshot()
+		if snap.Elected || snap.Leader != nil {
+			return snap
+		}
+		select {
+		case <-ch:
+		case <-timer.C:
+			return m.Snapshot()
+		case <-ctx.Done():
+			return m.Snapshot()
+		case <-m.done:
+			return m.Snapshot()
+		}
+	}
+}
+
 // post schedules ev on the loop; it never blocks. Events posted after Stop
 // are dropped.
 func (m *Master) post(ev event) { m.mbox.push(ev) }
+
+// postFor is the post function of state s: its events run only while s
+// is the master's state. Work a deposed state left behind (registrar
+// completions, stream closes) belongs to a leadership that ended and is
+// dropped.
+func (m *Master) postFor(s *state) func(event) {
+	return func(ev event) {
+		m.mbox.push(func(cur *state, now time.Time) {
+			if cur == s {
+				ev(cur, now)
+			}
+		})
+	}
+}
+
+// leaderCall is call for operations only the leading master performs: a
+// follower answers with notLeader (307 to the leader, or 503).
+func (m *Master) leaderCall(ctx context.Context, fn func(s *state, now time.Time) error) error {
+	return m.call(ctx, func(s *state, now time.Time) error {
+		if !s.leading {
+			return s.notLeader()
+		}
+		return fn(s, now)
+	})
+}
 
 // call runs fn on the loop and returns its result once the snapshot that
 // reflects it is published.
@@ -155,8 +230,14 @@ func (m *Master) run() {
 		}
 		m.s.advance(now)
 		if m.s.dirty {
-			m.snap.Store(m.s.snapshot(now))
+			prev := m.snap.Load()
+			snap := m.s.snapshot(now)
+			m.snap.Store(snap)
 			m.s.dirty = false
+			if snap.Elected != prev.Elected || snap.Leader != prev.Leader {
+				ch := make(chan struct{})
+				close(*m.leaderChanged.Swap(&ch))
+			}
 		}
 		m.s.runAfterPublish()
 		if next := m.s.nextDeadline(); next.IsZero() {
@@ -183,7 +264,7 @@ func (m *Master) AllocatorRescind(frameworkID, agentID string, r resources.Resou
 // (then HEARTBEAT), or ERROR followed by the end of the stream.
 func (m *Master) Subscribe(ctx context.Context, call *schedulerpb.Call) (*FrameworkStream, error) {
 	var st *FrameworkStream
-	err := m.call(ctx, func(s *state, now time.Time) error {
+	err := m.leaderCall(ctx, func(s *state, now time.Time) error {
 		var err error
 		st, err = s.subscribe(call.GetSubscribe(), now)
 		return err
@@ -205,7 +286,7 @@ func (m *Master) Subscribe(ctx context.Context, call *schedulerpb.Call) (*Framew
 // the subscription identified by streamID (the Mesos-Stream-Id header, ""
 // if absent). It returns an *APIError for calls the master refuses.
 func (m *Master) SchedulerCall(ctx context.Context, call *schedulerpb.Call, streamID string) error {
-	return m.call(ctx, func(s *state, now time.Time) error {
+	return m.leaderCall(ctx, func(s *state, now time.Time) error {
 		return s.schedulerCall(call, streamID, now)
 	})
 }
@@ -213,7 +294,7 @@ func (m *Master) SchedulerCall(ctx context.Context, call *schedulerpb.Call, stre
 // Teardown removes a framework as the operator TEARDOWN call and
 // /master/teardown do. Unknown IDs give an *APIError (400).
 func (m *Master) Teardown(frameworkID string) error {
-	return m.call(context.Background(), func(s *state, now time.Time) error {
+	return m.leaderCall(context.Background(), func(s *state, now time.Time) error {
 		fw := s.frameworks[frameworkID]
 		if fw == nil {
 			return badRequest("No framework found with specified ID")
@@ -228,7 +309,7 @@ func (m *Master) Teardown(frameworkID string) error {
 // SHUTDOWN / ERROR followed by the end of the stream.
 func (m *Master) SubscribeAgent(ctx context.Context, call *protocol.AgentCall) (*AgentStream, error) {
 	var st *AgentStream
-	err := m.call(ctx, func(s *state, now time.Time) error {
+	err := m.leaderCall(ctx, func(s *state, now time.Time) error {
 		var err error
 		st, err = s.agentSubscribe(call.GetSubscribe(), now)
 		return err
@@ -246,7 +327,7 @@ func (m *Master) SubscribeAgent(ctx context.Context, call *protocol.AgentCall) (
 
 // AgentCall applies a non-SUBSCRIBE agent-protocol call.
 func (m *Master) AgentCall(ctx context.Context, call *protocol.AgentCall) error {
-	return m.call(ctx, func(s *state, now time.Time) error { return s.agentCallNotingPreemption(call, now) })
+	return m.leaderCall(ctx, func(s *state, now time.Time) error { return s.agentCallNotingPreemption(call, now) })
 }
 
 // Watch subscribes to operator events: it returns the snapshot at the time
@@ -256,7 +337,7 @@ func (m *Master) AgentCall(ctx context.Context, call *protocol.AgentCall) error 
 func (m *Master) Watch(ctx context.Context) (*Snapshot, <-chan *masterpb.Event, error) {
 	w := newWatcher()
 	var snap *Snapshot
-	err := m.call(ctx, func(s *state, now time.Time) error {
+	err := m.leaderCall(ctx, func(s *state, now time.Time) error {
 		// The snapshot at this instant, before any later event of this
 		// batch reaches the watcher: the subscriber sees every change
 		// exactly once, either in the snapshot or as an event.

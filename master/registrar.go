@@ -1,8 +1,10 @@
 package master
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"sync"
 	"time"
 
@@ -57,9 +59,13 @@ type MemoryRegistrar struct {
 	gone        map[string]bool
 	weights     map[string]float64
 	quotas      map[string]*quotapb.QuotaConfig
+	master      *mesos.MasterInfo
 }
 
-var _ Registrar = (*MemoryRegistrar)(nil)
+var (
+	_ Registrar = (*MemoryRegistrar)(nil)
+	_ Recoverer = (*MemoryRegistrar)(nil)
+)
 
 // NewMemoryRegistrar returns an empty in-memory registry.
 func NewMemoryRegistrar() *MemoryRegistrar {
@@ -225,4 +231,54 @@ func (r *MemoryRegistrar) Quotas() map[string]*quotapb.QuotaConfig {
 		out[k] = proto.Clone(v).(*quotapb.QuotaConfig)
 	}
 	return out
+}
+
+// Recover implements Recoverer: it records info as the leading master and
+// returns the registry's content. Masters sharing one MemoryRegistrar
+// behave like masters sharing a replicated registry (in-process failover
+// tests).
+func (r *MemoryRegistrar) Recover(ctx context.Context, info *mesos.MasterInfo) (*RecoveredRegistry, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.master = proto.Clone(info).(*mesos.MasterInfo)
+	out := &RecoveredRegistry{
+		Unreachable: make(map[string]time.Time, len(r.unreachable)),
+		Gone:        make(map[string]time.Time, len(r.gone)),
+		Weights:     make(map[string]float64, len(r.weights)),
+	}
+	for id := range r.admitted {
+		out.Agents = append(out.Agents, id)
+	}
+	sort.Strings(out.Agents)
+	for id, at := range r.unreachable {
+		out.Unreachable[id] = at
+	}
+	for id := range r.gone {
+		out.Gone[id] = time.Time{}
+	}
+	for role, w := range r.weights {
+		out.Weights[role] = w
+	}
+	for _, role := range sortedKeys(r.quotas) {
+		out.Quotas = append(out.Quotas, proto.Clone(r.quotas[role]).(*quotapb.QuotaConfig))
+	}
+	return out, nil
+}
+
+// Master is the leading master recorded by the last Recover (nil if none).
+func (r *MemoryRegistrar) Master() *mesos.MasterInfo {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.master
+}
+
+// Admitted reports whether the agent is admitted (for tests).
+func (r *MemoryRegistrar) Admitted(agentID string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.admitted[agentID]
+	return ok
 }

@@ -32,6 +32,9 @@ type Snapshot struct {
 	CompletedFrameworks []*FrameworkView // removed, most recent last, bounded
 	Agents              []*AgentView     // registered, ID order
 	UnreachableAgents   []*UnreachableAgent
+	// RecoveredAgents are agents admitted in the registry that have not
+	// re-registered with this master since it was elected, sorted.
+	RecoveredAgents []string
 	// Orphan tasks belong to frameworks that have not re-subscribed after a failover.
 	OrphanTasks []*mesos.Task
 

@@ -17,10 +17,10 @@ import (
 func (s *state) snapshot(now time.Time) *Snapshot {
 	snap := &Snapshot{
 		Info:        s.info,
-		Leader:      s.info,
-		Elected:     true,
+		Leader:      s.leader,
+		Elected:     s.leading,
 		StartTime:   s.startTime,
-		ElectedTime: s.startTime,
+		ElectedTime: s.electedTime,
 		Flags:       append([]Flag(nil), s.cfg.Flags...),
 		Counters:    make(map[string]float64, len(s.counters)),
 	}
@@ -28,6 +28,10 @@ func (s *state) snapshot(now time.Time) *Snapshot {
 		snap.Counters[k] = v
 	}
 	snap.Counters["master/operator_event_stream_subscribers"] = float64(len(s.watchers))
+	snap.RecoveredAgents = sortedKeys(s.recovered)
+	if !s.leading {
+		snap.ElectedTime = time.Time{}
+	}
 	for _, id := range sortedKeys(s.frameworks) {
 		snap.Frameworks = append(snap.Frameworks, s.frameworkView(s.frameworks[id]))
 	}

@@ -60,6 +60,29 @@ type state struct {
 	// roles holds weights, quota and revocation bookkeeping (state_roles.go).
 	roles *roleState
 
+	// Leadership (state_leader.go). leader is the leading master (info
+	// when leading), nil if unknown; epoch stamps every agent event.
+	leading     bool
+	epoch       uint64
+	leader      *mesos.MasterInfo
+	electedTime time.Time
+	// recovered holds the admitted agents loaded from the registry that
+	// have not re-registered since this master was elected; they are
+	// marked unreachable at reregisterDeadline.
+	recovered          map[string]bool
+	reregisterDeadline time.Time
+	// admitting holds agent streams waiting for a registrar write;
+	// readmitting counts, by agent ID, re-admissions in flight.
+	admitting   map[*AgentStream]bool
+	readmitting map[string]int
+	// removals wait for --agent_removal_rate_limit; nextRemoval is when
+	// the next may run.
+	removals    []pendingRemoval
+	nextRemoval time.Time
+	// onDepose answers callers still waiting on this state when it is
+	// deposed.
+	onDepose []func()
+
 	// dirty is set by any change a Snapshot would show.
 	dirty bool
 	// after holds work to run once this batch's snapshot is published.
@@ -204,9 +227,18 @@ func newState(cfg Config, alloc allocator.Allocator, post func(event), now time.
 		offers:       map[string]*offer{},
 		counters:     map[string]float64{},
 		watchers:     map[*watcher]struct{}{},
+		recovered:    map[string]bool{},
+		admitting:    map[*AgentStream]bool{},
+		readmitting:  map[string]int{},
 		dirty:        true,
+		// Without an Election the master leads from the start (tests,
+		// embedded use); Master.New clears this when it has one.
+		leading:     true,
+		epoch:       cfg.Epoch,
+		electedTime: now,
 	}
 	s.info = masterInfo(cfg)
+	s.leader = s.info
 	return s
 }
 
@@ -286,8 +318,11 @@ func (s *state) sendAgent(a *agent, ev *protocol.AgentEvent) {
 	if a.stream == nil {
 		return
 	}
-	ev.Epoch = proto.Uint64(s.cfg.Epoch)
+	ev.Epoch = proto.Uint64(s.epoch)
 	if !a.stream.send(ev) {
+		if a.stream.q.isClosed() {
+			return // the connection ended; agentStreamClosed follows
+		}
 		s.log.Warn("agent stream backlog full; disconnecting", "agent", a.id)
 		st := a.stream
 		s.post(func(s *state, now time.Time) { s.agentStreamClosed(st, now) })
@@ -296,7 +331,7 @@ func (s *state) sendAgent(a *agent, ev *protocol.AgentEvent) {
 }
 
 func (s *state) agentEvent(t protocol.AgentEvent_Type) *protocol.AgentEvent {
-	return &protocol.AgentEvent{Type: t.Enum(), Epoch: proto.Uint64(s.cfg.Epoch)}
+	return &protocol.AgentEvent{Type: t.Enum(), Epoch: proto.Uint64(s.epoch)}
 }
 
 // emit delivers an operator-stream event to every watcher; a watcher whose

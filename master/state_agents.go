@@ -1,6 +1,7 @@
 package master
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -24,7 +25,7 @@ func (s *state) newAgentStream() *AgentStream {
 
 // endStream queues a final event and ends an agent stream.
 func (s *state) endStream(st *AgentStream, ev *protocol.AgentEvent) {
-	ev.Epoch = proto.Uint64(s.cfg.Epoch)
+	ev.Epoch = proto.Uint64(s.epoch)
 	st.send(ev)
 	st.q.close()
 }
@@ -72,6 +73,7 @@ func (s *state) agentSubscribe(sub *protocol.AgentCall_Subscribe, now time.Time)
 		id = s.newAgentID()
 		info.Id = agentID(id)
 		st.agentID = id
+		s.admitting[st] = true
 		s.reg.Admit(info, func(err error) {
 			s.post(func(s *state, now time.Time) { s.admitted(st, sub, err, false, now) })
 		})
@@ -87,8 +89,21 @@ func (s *state) agentSubscribe(sub *protocol.AgentCall_Subscribe, now time.Time)
 		s.reregister(a, st, sub, now)
 	default:
 		st.agentID = id
+		// An agent recovered from the registry is no longer expected:
+		// the re-registration timeout must not mark it unreachable.
+		if s.recovered[id] {
+			delete(s.recovered, id)
+			s.dirty = true
+		}
+		s.admitting[st] = true
+		s.readmitting[id]++
 		done := func(err error) {
-			s.post(func(s *state, now time.Time) { s.admitted(st, sub, err, true, now) })
+			s.post(func(s *state, now time.Time) {
+				if s.readmitting[id]--; s.readmitting[id] <= 0 {
+					delete(s.readmitting, id)
+				}
+				s.admitted(st, sub, err, true, now)
+			})
 		}
 		if s.unreachable[id] != nil {
 			s.reg.MarkReachable(info, done)
@@ -102,9 +117,10 @@ func (s *state) agentSubscribe(sub *protocol.AgentCall_Subscribe, now time.Time)
 // admitted completes a registration or re-admission once the registrar
 // write is durable.
 func (s *state) admitted(st *AgentStream, sub *protocol.AgentCall_Subscribe, err error, readmit bool, now time.Time) {
+	delete(s.admitting, st)
 	info := sub.GetAgentInfo()
 	id := info.GetId().GetValue()
-	if err == ErrAgentGone {
+	if errors.Is(err, ErrAgentGone) {
 		s.gone[id] = true
 		delete(s.unreachable, id)
 		s.endStream(st, s.shutdownEvent(fmt.Sprintf("Agent %s was removed from the cluster and may not re-register under this ID", id)))

@@ -26,6 +26,10 @@ func (s *state) runAfterPublish() {
 // framework failover timeouts and agent pings. Deadlines missed by more
 // than one period (a stalled loop, a fake clock jumping) are all applied.
 func (s *state) advance(now time.Time) {
+	if !s.reregisterDeadline.IsZero() && !now.Before(s.reregisterDeadline) {
+		s.expectedAgentsTimedOut(now)
+	}
+	defer s.runRemovals(now)
 	var expired []*offer
 	for _, o := range s.offers {
 		if !o.expires.IsZero() && !now.Before(o.expires) {
@@ -71,7 +75,11 @@ func (s *state) pingAgent(a *agent, now time.Time) {
 			a.misses++
 			if a.misses >= s.cfg.MaxAgentPingTimeouts {
 				a.nextPing = time.Time{}
-				s.markUnreachable(a, "health check timed out", now)
+				s.queueRemoval(a.id, func(now time.Time) {
+					if s.agents[a.id] == a && a.misses >= s.cfg.MaxAgentPingTimeouts {
+						s.markUnreachable(a, "health check timed out", now)
+					}
+				})
 				return
 			}
 		}
@@ -103,25 +111,20 @@ func (s *state) nextDeadline() time.Time {
 	for _, a := range s.agents {
 		consider(a.nextPing)
 	}
+	consider(s.reregisterDeadline)
+	consider(s.removalDeadline())
 	return next
 }
 
 // shutdown ends every subscription when the master stops.
 func (s *state) shutdown() {
-	for _, fw := range s.frameworks {
-		if fw.stream != nil {
-			fw.stream.q.close()
-			fw.stream = nil
-		}
+	for st := range s.admitting {
+		st.q.close()
 	}
-	for _, a := range s.agents {
-		if a.stream != nil {
-			a.stream.q.close()
-			a.stream = nil
-		}
+	s.shutdownStreams()
+	for _, f := range s.onDepose {
+		f()
 	}
-	for w := range s.watchers {
-		s.dropWatcher(w)
-	}
+	s.onDepose = nil
 	s.runAfterPublish()
 }

@@ -854,7 +854,26 @@ func (s *state) agentCallNotingPreemption(call *protocol.AgentCall, now time.Tim
 func (m *Master) callAsync(ctx context.Context, fn func(s *state, now time.Time, finish func(error))) error {
 	reply := make(chan error, 1)
 	ok := m.mbox.push(func(s *state, now time.Time) {
-		fn(s, now, func(err error) { s.afterPublish(func() { reply <- err }) })
+		if !s.leading {
+			reply <- s.notLeader()
+			return
+		}
+		answered := false
+		// If this leadership ends before fn finishes, the completion
+		// will never run (see postFor): answer the caller then.
+		s.onDepose = append(s.onDepose, func() {
+			if !answered {
+				answered = true
+				reply <- ErrNotLeading
+			}
+		})
+		fn(s, now, func(err error) {
+			if answered {
+				return
+			}
+			answered = true
+			s.afterPublish(func() { reply <- err })
+		})
 	})
 	if !ok {
 		return ErrStopped
@@ -872,6 +891,17 @@ func (m *Master) callAsync(ctx context.Context, fn func(s *state, now time.Time,
 			return ErrStopped
 		}
 	}
+}
+
+// MarkAgentGone handles the operator's MARK_AGENT_GONE: the agent is
+// recorded as gone in the registry, then removed (tasks
+// TASK_GONE_BY_OPERATOR, or TASK_LOST for frameworks that are not
+// partition-aware; the agent is told to shut down). It may never
+// re-register under its ID. 404 *APIError for an unknown agent.
+func (m *Master) MarkAgentGone(ctx context.Context, agentID string) error {
+	return m.callAsync(ctx, func(s *state, now time.Time, finish func(error)) {
+		s.markAgentGone(agentID, finish)
+	})
 }
 
 // UpdateWeights handles UPDATE_WEIGHTS and PUT /master/weights: validated

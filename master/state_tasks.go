@@ -263,6 +263,11 @@ func (s *state) reconcile(fw *framework, tasks []*schedulerpb.Call_Reconcile_Tas
 			continue
 		}
 		agent := rt.GetAgentId().GetValue()
+		if s.transitioning(agent) {
+			// The task may come back with an agent that has not
+			// re-registered since the failover: no answer yet, as Mesos.
+			continue
+		}
 		var st *mesos.TaskStatus
 		switch {
 		case agent != "" && s.agents[agent] != nil:
@@ -281,6 +286,17 @@ func (s *state) reconcile(fw *framework, tasks []*schedulerpb.Call_Reconcile_Tas
 		}
 		s.forwardStatus(fw, st)
 	}
+}
+
+// transitioning reports whether an agent (or, with no agent ID, any
+// agent) recovered from the registry has yet to re-register, or is being
+// re-admitted: Mesos does not answer explicit reconciliation for tasks
+// that may still be on it.
+func (s *state) transitioning(agentID string) bool {
+	if agentID == "" {
+		return len(s.recovered) > 0 || len(s.readmitting) > 0
+	}
+	return s.recovered[agentID] || s.readmitting[agentID] > 0
 }
 
 // latestStatus is the reconciliation answer for a known task: its latest

@@ -13,14 +13,20 @@ import (
 // them with the machine and the command.
 func runBench(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: mezzo bench allocator [flags]")
+		fmt.Fprintln(stderr, "usage: mezzo bench allocator|launch|registrar|failover [flags]")
 		return 2
 	}
 	switch args[0] {
 	case "allocator":
 		return benchAllocator(args[1:], stdout, stderr)
+	case "launch":
+		return benchLaunch(args[1:], stdout, stderr)
+	case "registrar":
+		return benchRegistrar(args[1:], stdout, stderr)
+	case "failover":
+		return benchFailover(args[1:], stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "mezzo bench: unknown benchmark %q (known: allocator)\n", args[0])
+	fmt.Fprintf(stderr, "mezzo bench: unknown benchmark %q (known: allocator, launch, registrar, failover)\n", args[0])
 	return 2
 }
 

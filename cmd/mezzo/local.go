@@ -2,16 +2,20 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"mezzo/frameworks/run"
+	"mezzo/replog"
 )
 
 // runLocal starts a master and N agents in this process, all on loopback,
@@ -41,23 +45,29 @@ func runLocal(args []string, stdout, stderr io.Writer) int {
 		}
 		dir = d
 	}
-	mf.workDir = filepath.Join(dir, "master")
+	nMasters := 1
+	if mf.masters != "" {
+		n, err := strconv.Atoi(mf.masters)
+		if err != nil || n < 1 || n > 9 {
+			fmt.Fprintf(stderr, "mezzo local: --masters=%q: give the number of masters to run (1-9), e.g. --masters=3\n", mf.masters)
+			return 2
+		}
+		nMasters = n
+	}
 	log := logger(stderr, mf.logLevel)
 
 	ctx, cancel := signalContext()
 	defer cancel()
-	ln, err := net.Listen("tcp", net.JoinHostPort(mf.ip, strconv.Itoa(mf.port)))
+	masters, err := startLocalMasters(ctx, mf, fs, dir, nMasters, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "mezzo local: master: %v\n", err)
 		return 1
 	}
-	m, err := startMaster(ctx, mf, fs, ln, log)
-	if err != nil {
-		ln.Close()
-		fmt.Fprintf(stderr, "mezzo local: master: %v\n", err)
-		return 1
+	addrs := make([]string, len(masters))
+	for i, m := range masters {
+		addrs[i] = m.addr()
 	}
-	masterAddr := m.addr()
+	masterAddr := strings.Join(addrs, ",")
 	running := make([]*runningAgent, 0, *agents)
 	for i := 0; i < *agents; i++ {
 		f := *af
@@ -71,7 +81,7 @@ func runLocal(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "mezzo local: agent %d: %v\n", i+1, err)
 			return 1
 		}
-		r, err := startAgent(ctx, &f, aln, nil, log.With("agent", i+1))
+		r, err := startAgent(ctx, &f, aln, agentHTTPClient(), log.With("agent", i+1))
 		if err != nil {
 			aln.Close()
 			fmt.Fprintf(stderr, "mezzo local: agent %d: %v\n", i+1, err)
@@ -79,15 +89,21 @@ func runLocal(args []string, stdout, stderr io.Writer) int {
 		}
 		running = append(running, r)
 	}
-	if err := waitReady(ctx, masterAddr, m, *agents, 30*time.Second); err != nil {
+	leader, err := waitLeaderReady(ctx, masters, *agents, 30*time.Second)
+	if err != nil {
 		fmt.Fprintf(stderr, "mezzo local: %v\n", err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "mezzo local: master at http://%s with %d agent(s); work dir %s\n", masterAddr, *agents, dir)
+	if len(masters) == 1 {
+		fmt.Fprintf(stdout, "mezzo local: master at http://%s with %d agent(s); work dir %s\n", masterAddr, *agents, dir)
+	} else {
+		fmt.Fprintf(stdout, "mezzo local: %d masters at %s (leader http://%s) with %d agent(s); work dir %s\n",
+			len(masters), masterAddr, leader.addr(), *agents, dir)
+	}
 
 	if len(command) > 0 {
 		code, err := run.Run(ctx, run.Options{
-			Masters:   []string{masterAddr},
+			Masters:   addrs,
 			Command:   command,
 			Resources: *runResources,
 			Out:       stdout,
@@ -96,46 +112,157 @@ func runLocal(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "mezzo local: run: %v\n", err)
 		}
 		cancel()
-		waitStopped(m, running)
+		waitAllStopped(masters, running)
 		return code
 	}
-	<-ctx.Done()
-	waitStopped(m, running)
+	select {
+	case <-ctx.Done():
+	case err := <-fatalOf(masters):
+		fmt.Fprintf(stderr, "mezzo local: FATAL: %v\n", err)
+		cancel()
+		waitAllStopped(masters, running)
+		return 1
+	}
+	waitAllStopped(masters, running)
 	return 0
 }
 
-// waitReady polls until the master answers /health and n agents are registered.
-func waitReady(ctx context.Context, addr string, m *runningMaster, n int, timeout time.Duration) error {
+// startLocalMasters starts n masters on loopback. One master keeps the
+// flags' port and a registry under <dir>/master; several form a Raft
+// group, each on its own HTTP port (from --port up, or free ports) with
+// its Raft port at HTTP port + 1000, and a registry under <dir>/masterN.
+func startLocalMasters(ctx context.Context, mf *masterFlags, fs *flag.FlagSet, dir string, n int, log *slog.Logger) ([]*runningMaster, error) {
+	if n == 1 {
+		f := *mf
+		f.masters = ""
+		f.workDir = filepath.Join(dir, "master")
+		ln, err := net.Listen("tcp", net.JoinHostPort(f.ip, strconv.Itoa(f.port)))
+		if err != nil {
+			return nil, err
+		}
+		m, err := startMaster(ctx, &f, fs, ln, log)
+		if err != nil {
+			ln.Close()
+			return nil, err
+		}
+		return []*runningMaster{m}, nil
+	}
+	lns, err := listenMasters(mf.ip, mf.port, n)
+	if err != nil {
+		return nil, err
+	}
+	addrs := make([]string, n)
+	for i, ln := range lns {
+		addrs[i] = ln.Addr().String()
+	}
+	var out []*runningMaster
+	for i, ln := range lns {
+		f := *mf
+		f.masters = strings.Join(addrs, ",")
+		f.port = ln.Addr().(*net.TCPAddr).Port
+		f.workDir = filepath.Join(dir, fmt.Sprintf("master%d", i+1))
+		m, err := startMaster(ctx, &f, fs, ln, log.With("master", i+1))
+		if err != nil {
+			for _, l := range lns[i:] {
+				l.Close()
+			}
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// listenMasters listens on n HTTP ports whose Raft ports (+1000) are free
+// too: consecutive from base, or chosen by the system when base is 0.
+func listenMasters(ip string, base, n int) ([]net.Listener, error) {
+	var lns []net.Listener
+	closeAll := func() {
+		for _, l := range lns {
+			l.Close()
+		}
+	}
+	for i := 0; len(lns) < n; i++ {
+		if i > 100 {
+			closeAll()
+			return nil, fmt.Errorf("could not find %d free port pairs (HTTP and HTTP+%d)", n, replog.PortOffset)
+		}
+		port := 0
+		if base != 0 {
+			port = base + len(lns)
+		}
+		ln, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(port)))
+		if err != nil {
+			closeAll()
+			return nil, err
+		}
+		p := ln.Addr().(*net.TCPAddr).Port
+		raft, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(p+replog.PortOffset)))
+		if err != nil {
+			ln.Close()
+			if base != 0 {
+				closeAll()
+				return nil, fmt.Errorf("master port %d: its Raft port %d is taken: %v", p, p+replog.PortOffset, err)
+			}
+			continue
+		}
+		raft.Close()
+		lns = append(lns, ln)
+	}
+	return lns, nil
+}
+
+// fatalOf merges the masters' fatal errors.
+func fatalOf(masters []*runningMaster) <-chan error {
+	out := make(chan error, len(masters))
+	for _, m := range masters {
+		go func() {
+			if err, ok := <-m.fatal; ok {
+				out <- err
+			}
+		}()
+	}
+	return out
+}
+
+// waitLeaderReady polls until a master leads, answers /health, and has n
+// agents registered; it returns the leader.
+func waitLeaderReady(ctx context.Context, masters []*runningMaster, n int, timeout time.Duration) (*runningMaster, error) {
 	deadline := time.Now().Add(timeout)
 	client := &http.Client{Timeout: time.Second}
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		healthy := false
-		if resp, err := client.Get("http://" + addr + "/health"); err == nil {
-			healthy = resp.StatusCode == http.StatusOK
-			resp.Body.Close()
+		var leader *runningMaster
+		for _, m := range masters {
+			if s := m.m.Snapshot(); s != nil && s.Elected {
+				leader = m
+			}
 		}
-		registered := 0
-		if s := m.m.Snapshot(); s != nil {
-			registered = len(s.Agents)
+		healthy, registered := false, 0
+		if leader != nil {
+			if resp, err := client.Get("http://" + leader.addr() + "/health"); err == nil {
+				healthy = resp.StatusCode == http.StatusOK
+				resp.Body.Close()
+			}
+			registered = len(leader.m.Snapshot().Agents)
 		}
 		if healthy && registered >= n {
-			return nil
+			return leader, nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("cluster not ready after %v: healthy=%v, %d of %d agents registered", timeout, healthy, registered, n)
+			return nil, fmt.Errorf("cluster not ready after %v: leader elected=%v, healthy=%v, %d of %d agents registered", timeout, leader != nil, healthy, registered, n)
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return nil, ctx.Err()
 		case <-tick.C:
 		}
 	}
 }
 
-// waitStopped waits (bounded) for the servers to finish shutting down.
-func waitStopped(m *runningMaster, agents []*runningAgent) {
+// waitAllStopped waits (bounded) for the servers to finish shutting down.
+func waitAllStopped(masters []*runningMaster, agents []*runningAgent) {
 	timeout := time.After(10 * time.Second)
 	for _, a := range agents {
 		select {
@@ -144,8 +271,23 @@ func waitStopped(m *runningMaster, agents []*runningAgent) {
 			return
 		}
 	}
-	select {
-	case <-m.done:
-	case <-timeout:
+	for _, m := range masters {
+		select {
+		case <-m.done:
+		case <-timeout:
+			return
+		}
 	}
+}
+
+// waitReady polls until the single master m (at addr) answers /health and
+// has n agents registered.
+func waitReady(ctx context.Context, addr string, m *runningMaster, n int, timeout time.Duration) error {
+	_, err := waitLeaderReady(ctx, []*runningMaster{m}, n, timeout)
+	return err
+}
+
+// waitStopped waits (bounded) for a master and agents to shut down.
+func waitStopped(m *runningMaster, agents []*runningAgent) {
+	waitAllStopped([]*runningMaster{m}, agents)
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"sort"
 
+	"mezzo/cli"
 	"mezzo/internal/version"
 )
 
@@ -29,6 +30,14 @@ var commands = map[string]subcommand{
 	"default-executor": {"the built-in task group executor (started by agents)", runDefaultExecutor},
 	"bench":            {"reproducible benchmarks (bench allocator …)", runBench},
 	"version":          {"print the version", runVersion},
+}
+
+func init() {
+	// The operator CLI's commands (tasks, agents, frameworks, roles,
+	// explain, logs, teardown) talk to a master over HTTP.
+	for name, c := range cli.Commands() {
+		commands[name] = subcommand{c.Summary, c.Run}
+	}
 }
 
 func main() {

@@ -16,6 +16,7 @@ import (
 	"mezzo/master"
 	"mezzo/master/allocator"
 	"mezzo/master/httpapi"
+	"mezzo/webui"
 )
 
 // masterFlags are the master's command-line flags, Mesos names and defaults.
@@ -24,6 +25,12 @@ type masterFlags struct {
 	port, maxAgentPingTimeouts                                          int
 	revocation                                                          bool
 	allocationInterval, offerTimeout, agentPingTimeout                  *time.Duration
+
+	// High availability and the registry.
+	masters, registry, agentRemovalRateLimit                  string
+	quorum                                                    int
+	registryStrict                                            bool
+	agentReregisterTimeout, registryStoreTimeout, raftTimeout *time.Duration
 }
 
 func addMasterFlags(fs *flag.FlagSet) *masterFlags {
@@ -31,7 +38,8 @@ func addMasterFlags(fs *flag.FlagSet) *masterFlags {
 	fs.StringVar(&f.ip, "ip", "127.0.0.1", "IP address to listen on and advertise")
 	fs.IntVar(&f.port, "port", 5050, "port to listen on")
 	fs.StringVar(&f.hostname, "hostname", "", "hostname to advertise (default: the system hostname)")
-	fs.StringVar(&f.workDir, "work_dir", "", "where the master keeps its registry (needed once masters replicate)")
+	fs.StringVar(&f.workDir, "work_dir", "",
+		"where the master keeps its registry, the replicated log (<work_dir>/registry); required unless --registry=in_memory")
 	fs.StringVar(&f.allocator, "allocator", allocator.Default, "allocator to use")
 	fs.StringVar(&f.weights, "weights", "", "role weights, e.g. 'web=2,batch=0.5'")
 	fs.StringVar(&f.minAllocatable, "min_allocatable_resources", "cpus:0.01|mem:32",
@@ -43,6 +51,22 @@ func addMasterFlags(fs *flag.FlagSet) *masterFlags {
 	f.allocationInterval = durationFlag(fs, "allocation_interval", time.Second, "time between allocation runs")
 	f.offerTimeout = durationFlag(fs, "offer_timeout", 0, "rescind offers not used within this time (0: never)")
 	f.agentPingTimeout = durationFlag(fs, "agent_ping_timeout", 15*time.Second, "time an agent has to answer a ping")
+	fs.StringVar(&f.masters, "masters", "",
+		"the HTTP addresses (host:port) of all masters, comma separated, this one included, for high availability. "+
+			"Each master's Raft traffic uses HTTP port + 1000 on the same host (5050 -> 6050), so that port must be free and reachable too. "+
+			"Empty: a single master (a one-node group on local disk)")
+	fs.IntVar(&f.quorum, "quorum", 0, "masters that must hold a registry write; with Raft this is a majority of --masters (0: that majority)")
+	fs.StringVar(&f.registry, "registry", "replicated_log",
+		"where the registry lives: replicated_log (under --work_dir, replicated among --masters) or in_memory (lost on restart, a single master only)")
+	fs.BoolVar(&f.registryStrict, "registry_strict", false,
+		"refuse to start on an empty registry: only for clusters whose registry must already exist (misconfiguration or data loss otherwise looks like an empty cluster)")
+	f.registryStoreTimeout = durationFlag(fs, "registry_store_timeout", 20*time.Second, "time a registry write may take before it fails (the master then steps down)")
+	f.agentReregisterTimeout = durationFlag(fs, "agent_reregister_timeout", 10*time.Minute,
+		"after a failover, time the agents in the registry have to re-register before they are marked unreachable")
+	fs.StringVar(&f.agentRemovalRateLimit, "agent_removal_rate_limit", "",
+		"at most this many agents marked unreachable per duration, e.g. 1/10mins (default: no limit)")
+	f.raftTimeout = durationFlag(fs, "raft_timeout", 500*time.Millisecond,
+		"mezzo only (not a Mesos flag): Raft heartbeat and election timeout among --masters; a dead leader is replaced within about 1-2x this")
 	return f
 }
 
@@ -51,7 +75,11 @@ type runningMaster struct {
 	m    *master.Master
 	srv  *http.Server
 	ln   net.Listener
+	reg  *registry // nil with --registry=in_memory
 	done chan error
+	// fatal receives why the master cannot go on (a registry disk
+	// failure, strict recovery of an empty registry).
+	fatal chan error
 }
 
 func (r *runningMaster) addr() string { return r.ln.Addr().String() }
@@ -66,12 +94,53 @@ func startMaster(ctx context.Context, f *masterFlags, fs *flag.FlagSet, ln net.L
 	if err != nil {
 		return nil, err
 	}
+	removalInterval, err := parseRateLimit(f.agentRemovalRateLimit)
+	if err != nil {
+		return nil, err
+	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	var flags []master.Flag
 	for _, kv := range flagenv.Effective(fs) {
 		flags = append(flags, master.Flag{Name: kv[0], Value: kv[1]})
 	}
-	m, err := master.New(master.Config{
+	fatal := make(chan error, 2)
+	onFatal := func(err error) {
+		select {
+		case fatal <- err:
+		default:
+		}
+	}
+	var reg *registry
+	switch f.registry {
+	case "in_memory":
+		if f.masters != "" {
+			return nil, fmt.Errorf("--registry=in_memory cannot be shared by several masters; use --registry=replicated_log with --masters")
+		}
+	case "replicated_log", "":
+		rc := registryConfig{workDir: f.workDir, bindIP: f.ip, strict: f.registryStrict,
+			raftTimeout: *f.raftTimeout, storeTimeout: *f.registryStoreTimeout, onFatal: onFatal, log: log}
+		if f.masters != "" {
+			rc.masters, rc.self, err = parseMasters(f.masters, f.ip, hostnameOr(f.hostname), port)
+			if err != nil {
+				return nil, err
+			}
+			if q := len(rc.masters)/2 + 1; f.quorum != 0 && f.quorum != q {
+				return nil, fmt.Errorf("--quorum=%d: with %d masters a registry write needs a majority, %d (Raft)", f.quorum, len(rc.masters), q)
+			}
+		} else {
+			if f.quorum > 1 {
+				return nil, fmt.Errorf("--quorum=%d needs --masters listing at least %d masters", f.quorum, 2*f.quorum-1)
+			}
+			rc.self = net.JoinHostPort(f.ip, strconv.Itoa(port))
+		}
+		reg, err = openRegistry(rc)
+		if err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("--registry=%q: want replicated_log or in_memory", f.registry)
+	}
+	cfg := master.Config{
 		Hostname:             hostnameOr(f.hostname),
 		IP:                   f.ip,
 		Port:                 port,
@@ -86,16 +155,37 @@ func startMaster(ctx context.Context, f *masterFlags, fs *flag.FlagSet, ln net.L
 		MaxAgentPingTimeouts: f.maxAgentPingTimeouts,
 		Flags:                flags,
 		Logger:               log,
-	})
+
+		AgentReregisterTimeout: *f.agentReregisterTimeout,
+		AgentRemovalInterval:   removalInterval,
+		OnFatal:                onFatal,
+	}
+	if reg != nil {
+		cfg.Registrar = reg.adapter
+		cfg.Election = reg.election
+	}
+	m, err := master.New(cfg)
 	if err != nil {
+		if reg != nil {
+			reg.Close()
+		}
 		return nil, err
 	}
 	m.Start()
-	srv := newServer(httpapi.New(m, httpapi.Options{Logger: log}))
-	r := &runningMaster{m: m, srv: srv, ln: ln, done: make(chan error, 1)}
+	// Requests that arrive while no leader is known wait for the
+	// election (a few Raft timeouts) rather than failing at once.
+	wait := time.Duration(0)
+	if reg != nil {
+		wait = max(4**f.raftTimeout, 2*time.Second)
+	}
+	srv := newServer(httpapi.New(m, httpapi.Options{Logger: log, LeaderWait: wait, UI: webui.Handler()}))
+	r := &runningMaster{m: m, srv: srv, ln: ln, reg: reg, done: make(chan error, 1), fatal: fatal}
 	go func() {
 		err := serve(ctx, srv, ln)
 		m.Stop()
+		if reg != nil {
+			reg.Close()
+		}
 		r.done <- err
 	}()
 	return r, nil
@@ -121,10 +211,23 @@ func runMaster(args []string, _, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mezzo master: %v\n", err)
 		return 1
 	}
-	log.Info("master listening", "addr", r.addr())
-	if err := <-r.done; err != nil {
-		fmt.Fprintf(stderr, "mezzo master: %v\n", err)
+	log.Info("master listening", "addr", r.addr(), "masters", f.masters)
+	select {
+	case err := <-r.done:
+		if err != nil {
+			fmt.Fprintf(stderr, "mezzo master: %v\n", err)
+			return 1
+		}
+		return 0
+	case err := <-r.fatal:
+		// Loudly: a master that cannot write its registry must not go on
+		// (it has already stopped acknowledging and stepped down).
+		fmt.Fprintf(stderr, "mezzo master: FATAL: %v\n", err)
+		cancel()
+		select {
+		case <-r.done:
+		case <-time.After(5 * time.Second):
+		}
 		return 1
 	}
-	return 0
 }

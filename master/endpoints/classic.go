@@ -107,6 +107,7 @@ func (h *handlers) stateModel(s *master.Snapshot) stateJSON {
 		m.Slaves = append(m.Slaves, agentModel(a))
 	}
 	m.UnreachableSlaves = jnum(len(s.UnreachableAgents))
+	m.RecoveredSlaves = recoveredModel(s.RecoveredAgents)
 	if s.Info.GetDomain() != nil {
 		m.Domain = protoJSON(s.Info.GetDomain())
 	}
@@ -282,6 +283,9 @@ func (h *handlers) slaves(w http.ResponseWriter, r *http.Request) {
 			out.Slaves = append(out.Slaves, agentFullModel(a))
 		}
 	}
+	if !filter {
+		out.RecoveredSlaves = recoveredModel(s.RecoveredAgents)
+	}
 	h.writeJSON(w, r, out)
 }
 
@@ -446,4 +450,15 @@ func (h *handlers) flags(w http.ResponseWriter, r *http.Request) {
 	h.writeJSON(w, r, struct {
 		Flags map[string]string `json:"flags"`
 	}{flagMap(h.snapshot())})
+}
+
+// recoveredModel lists the agents a newly elected master recovered from
+// the registry that have not re-registered yet. The registry keeps their
+// infos encoded, so only the ID is rendered.
+func recoveredModel(ids []string) []agentInfoJSON {
+	out := make([]agentInfoJSON, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, agentInfoJSON{ID: id, Attributes: map[string]any{}})
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package endpoints
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -117,6 +118,9 @@ func (h *handlers) operator(w http.ResponseWriter, r *http.Request) {
 	case masterpb.Call_UPDATE_WEIGHTS, masterpb.Call_UPDATE_QUOTA, masterpb.Call_SET_QUOTA, masterpb.Call_REMOVE_QUOTA:
 		h.roleWriteCall(w, r, call)
 		return
+	case masterpb.Call_MARK_AGENT_GONE:
+		h.markAgentGone(w, r, call.GetMarkAgentGone().GetAgentId().GetValue())
+		return
 	}
 	resp := rolesResponse(call, s)
 	if resp == nil {
@@ -200,4 +204,25 @@ func redirectToLeader(w http.ResponseWriter, r *http.Request, s *master.Snapshot
 // read as a host (little-endian) integer: the first octet is the low byte.
 func leaderIP(ip uint32) string {
 	return net.IPv4(byte(ip), byte(ip>>8), byte(ip>>16), byte(ip>>24)).String()
+}
+
+// AgentRemover is implemented by a Source that can mark agents gone
+// (*master.Master).
+type AgentRemover interface {
+	MarkAgentGone(ctx context.Context, agentID string) error
+}
+
+// markAgentGone serves MARK_AGENT_GONE: 200 once the registry records the
+// agent as gone; it may never re-register under its ID.
+func (h *handlers) markAgentGone(w http.ResponseWriter, r *http.Request, agentID string) {
+	rm, ok := h.src.(AgentRemover)
+	if !ok {
+		writeText(w, http.StatusNotImplemented, "Operator call 'MARK_AGENT_GONE' is not implemented by this master")
+		return
+	}
+	if agentID == "" {
+		writeText(w, http.StatusBadRequest, "Failed to validate master::Call: Expecting 'mark_agent_gone.agent_id' to be present")
+		return
+	}
+	h.writeEmptyOr(w, rm.MarkAgentGone(r.Context(), agentID))
 }

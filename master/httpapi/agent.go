@@ -15,6 +15,9 @@ import (
 // Handlers are independent per request, so thousands of agents may share
 // one HTTP/2 connection as separate streams.
 func (s *server) agent(w http.ResponseWriter, r *http.Request) {
+	if s.redirectIfFollower(w, r) {
+		return
+	}
 	if !checkPost(w, r) {
 		return
 	}
@@ -53,7 +56,7 @@ func (s *server) agent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := s.m.AgentCall(r.Context(), call); err != nil {
-		s.failErr(w, err)
+		s.failErr(w, r, err)
 		return
 	}
 	w.WriteHeader(http.StatusAccepted)
@@ -66,7 +69,7 @@ func (s *server) agentSubscribe(w http.ResponseWriter, r *http.Request, call *pr
 	}
 	st, err := s.m.SubscribeAgent(r.Context(), call)
 	if err != nil {
-		s.failErr(w, err)
+		s.failErr(w, r, err)
 		return
 	}
 	defer st.Close()

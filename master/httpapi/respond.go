@@ -25,9 +25,14 @@ func fail(w http.ResponseWriter, status int, msg string) {
 }
 
 // failErr maps an error from the master to a response.
-func (s *server) failErr(w http.ResponseWriter, err error) {
+func (s *server) failErr(w http.ResponseWriter, r *http.Request, err error) {
 	var apiErr *master.APIError
 	switch {
+	case errors.As(err, &apiErr) && apiErr.Status == http.StatusTemporaryRedirect && apiErr.Leader != "":
+		// A follower (or a master deposed while the call ran): Location
+		// names the leader, protocol-relative, as Mesos's redirect does.
+		w.Header().Set("Location", "//"+apiErr.Leader+r.URL.Path)
+		fail(w, apiErr.Status, apiErr.Message)
 	case errors.As(err, &apiErr):
 		fail(w, apiErr.Status, apiErr.Message)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
@@ -103,4 +108,27 @@ func writeRecord(rw *recordio.Writer, mt codec.MediaType, m proto.Message) error
 		data = []byte(strings.ReplaceAll(string(data), "\n", ""))
 	}
 	return rw.Write(data)
+}
+
+// redirectIfFollower answers a request to a master that does not lead:
+// 307 with Location //leader:port/path, or 503 when no leader is known
+// (Mesos checks this before anything else). It reports whether it did.
+func (s *server) redirectIfFollower(w http.ResponseWriter, r *http.Request) bool {
+	snap := s.m.Snapshot()
+	if snap == nil || snap.Elected {
+		return false
+	}
+	if snap.Leader == nil && s.wait > 0 {
+		snap = s.m.AwaitLeader(r.Context(), s.wait)
+		if snap.Elected {
+			return false
+		}
+	}
+	if snap.Leader == nil {
+		fail(w, http.StatusServiceUnavailable, "No leader elected")
+		return true
+	}
+	w.Header().Set("Location", "//"+master.LeaderHostPort(snap.Leader)+r.URL.Path)
+	fail(w, http.StatusTemporaryRedirect, "This master is not the leader")
+	return true
 }

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"encoding/json"
 	"log/slog"
-	"net"
 	"net/http"
 	"strconv"
 	"time"
@@ -24,6 +23,14 @@ type Options struct {
 	Logger *slog.Logger
 	// MaxBodyBytes bounds request bodies; 0 means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+	// LeaderWait is how long a scheduler-API or agent-protocol request to
+	// a master that knows no leader (an election is under way) waits for
+	// one before the 503; it then gets the 307 to the new leader, or is
+	// served if this master was elected. 0 answers at once, as Mesos.
+	LeaderWait time.Duration
+	// UI, when set, serves every path no API claims (the embedded web UI
+	// at "/"); nil leaves those paths 404.
+	UI http.Handler
 }
 
 // server holds what every handler shares.
@@ -32,6 +39,7 @@ type server struct {
 	log     *slog.Logger
 	maxBody int64
 	cfg     master.Config
+	wait    time.Duration
 }
 
 // New returns the master's HTTP handler: scheduler API, agent protocol,
@@ -39,7 +47,7 @@ type server struct {
 // endpoints.
 func New(m *master.Master, opts Options) http.Handler {
 	cfg := m.Config()
-	s := &server{m: m, log: opts.Logger, maxBody: opts.MaxBodyBytes, cfg: cfg}
+	s := &server{m: m, log: opts.Logger, maxBody: opts.MaxBodyBytes, cfg: cfg, wait: opts.LeaderWait}
 	if s.log == nil {
 		s.log = cfg.Logger
 	}
@@ -64,6 +72,9 @@ func New(m *master.Master, opts Options) http.Handler {
 		Clock:             cfg.Clock,
 		HeartbeatInterval: cfg.HeartbeatInterval,
 	})
+	if opts.UI != nil {
+		mux.Handle("/", opts.UI)
+	}
 	return mux
 }
 
@@ -106,10 +117,6 @@ func (s *server) redirect(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "No leader elected", http.StatusServiceUnavailable)
 		return
 	}
-	host := snap.Leader.GetHostname()
-	if host == "" {
-		host = snap.Leader.GetAddress().GetIp()
-	}
-	w.Header().Set("Location", "//"+net.JoinHostPort(host, strconv.Itoa(int(snap.Leader.GetPort()))))
+	w.Header().Set("Location", "//"+master.LeaderHostPort(snap.Leader))
 	w.WriteHeader(http.StatusTemporaryRedirect)
 }

@@ -12,6 +12,9 @@ import (
 // scheduler serves POST /api/v1/scheduler (reference §1.2): every status
 // code, header and message as Mesos answers them.
 func (s *server) scheduler(w http.ResponseWriter, r *http.Request) {
+	if s.redirectIfFollower(w, r) {
+		return
+	}
 	if !checkPost(w, r) {
 		return
 	}
@@ -42,7 +45,7 @@ func (s *server) scheduler(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := s.m.SchedulerCall(r.Context(), call, r.Header.Get("Mesos-Stream-Id")); err != nil {
-		s.failErr(w, err)
+		s.failErr(w, r, err)
 		return
 	}
 	if call.GetType() == schedulerpb.Call_UPDATE_FRAMEWORK {
@@ -67,7 +70,7 @@ func (s *server) subscribe(w http.ResponseWriter, r *http.Request, call *schedul
 	}
 	st, err := s.m.Subscribe(r.Context(), call)
 	if err != nil {
-		s.failErr(w, err)
+		s.failErr(w, r, err)
 		return
 	}
 	defer st.Close()

@@ -1,0 +1,298 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	regbench "mezzo/replog/bench"
+	simbench "mezzo/sim/bench"
+)
+
+// benchRegistrar runs `mezzo bench registrar`: admissions through the
+// registrar over a one-node replicated log on local disk, then a restart.
+func benchRegistrar(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("bench registrar", stderr)
+	agents := fs.Int("agents", 50000, "agents to admit")
+	concurrency := fs.Int("concurrency", 128, "admissions in flight at once (agents registering concurrently)")
+	dir := fs.String("dir", "", "empty directory for the registry (default: a temporary one, removed afterwards)")
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	if code := parseFlags(fs, args); code >= 0 {
+		return code
+	}
+	res, err := regbench.Run(regbench.Config{Agents: *agents, Dir: *dir, Concurrency: *concurrency})
+	if err != nil {
+		fmt.Fprintf(stderr, "mezzo bench registrar: %v\n", err)
+		return 1
+	}
+	if *asJSON {
+		if err := json.NewEncoder(stdout).Encode(res); err != nil {
+			return 1
+		}
+		return 0
+	}
+	fmt.Fprintf(stdout, "%d agents: %.0f admissions/s (p50 %.2f ms, p99 %.2f ms, %d writes, largest batch %d), recovery %.1f ms, %d bytes on disk\n",
+		res.Config.Agents, res.AdmitPerS, res.AdmitP50MS, res.AdmitP99MS, res.Writes, res.LargestBatch, res.RecoverMS, res.Bytes)
+	return 0
+}
+
+// failoverResult is `mezzo bench failover --json`.
+type failoverResult struct {
+	Agents     int `json:"agents"`
+	Frameworks int `json:"frameworks"`
+	Masters    int `json:"masters"`
+	// ElectionMS is from the SIGKILL of the leader until another master
+	// serves the scheduler API as the leader.
+	ElectionMS float64 `json:"election_ms"`
+	// MTTRMS is from the SIGKILL until every agent and framework is
+	// registered with the new leader.
+	MTTRMS float64 `json:"mttr_ms"`
+	// AgentsMS and FrameworksMS split MTTR.
+	AgentsMS     float64 `json:"agents_reregistered_ms"`
+	FrameworksMS float64 `json:"frameworks_resubscribed_ms"`
+	// RegisterSeconds is the initial registration of the whole fleet.
+	RegisterSeconds float64 `json:"register_seconds"`
+	ReregisterP50MS float64 `json:"reregister_p50_ms"`
+	ReregisterP99MS float64 `json:"reregister_p99_ms"`
+	// ReregisterAttempts counts agent SUBSCRIBEs after the kill.
+	ReregisterAttempts int64  `json:"reregister_attempts"`
+	RaftTimeout        string `json:"raft_timeout"`
+	Backoff            string `json:"registration_backoff"`
+	Procs              int    `json:"procs"`
+	Killed             string `json:"killed"`
+	NewLeader          string `json:"new_leader"`
+	// Sim is the emulation's own result (process costs, master metrics).
+	Sim *simbench.FailoverResult `json:"sim,omitempty"`
+}
+
+// benchFailover runs `mezzo bench failover`: three `mezzo master`
+// processes on loopback, N emulated agents and F emulated frameworks
+// (package sim) in this process; SIGKILL the leader and measure the
+// election and the time until everyone is back with the new leader.
+func benchFailover(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("bench failover", stderr)
+	agents := fs.Int("agents", 10000, "emulated agents")
+	frameworks := fs.Int("frameworks", 200, "emulated frameworks")
+	nMasters := fs.Int("masters", 3, "masters (odd)")
+	basePort := fs.Int("port", 0, "first master HTTP port (0: free ports); Raft ports are +1000")
+	raftTimeout := durationFlag(fs, "raft_timeout", 500*time.Millisecond, "the masters' --raft_timeout")
+	backoff := durationFlag(fs, "registration_backoff", time.Second, "the emulated agents' registration backoff factor (Mesos default 1secs)")
+	hold := durationFlag(fs, "hold", 5*time.Second, "run the registered cluster this long before the kill")
+	dir := fs.String("dir", "", "work directory for the masters (default: a temporary one, removed afterwards)")
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	verbose := fs.Bool("v", false, "log progress to stderr")
+	if code := parseFlags(fs, args); code >= 0 {
+		return code
+	}
+	if *nMasters < 3 || *nMasters%2 == 0 {
+		fmt.Fprintln(stderr, "mezzo bench failover: --masters must be odd and at least 3")
+		return 2
+	}
+	logf := func(string, ...any) {}
+	if *verbose {
+		logf = func(format string, args ...any) { fmt.Fprintf(stderr, "bench failover: "+format+"\n", args...) }
+	}
+	res, err := runFailoverBench(failoverBench{
+		agents: *agents, frameworks: *frameworks, masters: *nMasters, basePort: *basePort,
+		raftTimeout: *raftTimeout, backoff: *backoff, hold: *hold, dir: *dir, logf: logf,
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "mezzo bench failover: %v\n", err)
+		return 1
+	}
+	if *asJSON {
+		if err := json.NewEncoder(stdout).Encode(res); err != nil {
+			return 1
+		}
+		return 0
+	}
+	fmt.Fprintf(stdout, "%d agents, %d frameworks, %d masters: election %.0f ms, MTTR %.0f ms (agents %.0f ms, frameworks %.0f ms)\n",
+		res.Agents, res.Frameworks, res.Masters, res.ElectionMS, res.MTTRMS, res.AgentsMS, res.FrameworksMS)
+	return 0
+}
+
+type failoverBench struct {
+	agents, frameworks, masters, basePort int
+	raftTimeout, backoff, hold            time.Duration
+	dir                                   string
+	logf                                  func(string, ...any)
+}
+
+// benchMaster is one `mezzo master` process of the bench.
+type benchMaster struct {
+	addr string
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+func runFailoverBench(b failoverBench) (*failoverResult, error) {
+	bin, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	dir := b.dir
+	if dir == "" {
+		d, err := os.MkdirTemp("", "mezzo-bench-failover-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(d)
+		dir = d
+	}
+	lns, err := listenMasters("127.0.0.1", b.basePort, b.masters)
+	if err != nil {
+		return nil, err
+	}
+	addrs := make([]string, len(lns))
+	for i, ln := range lns {
+		addrs[i] = ln.Addr().String()
+		ln.Close() // the master process binds it
+	}
+	var masters []*benchMaster
+	defer func() {
+		for _, m := range masters {
+			m.kill()
+		}
+	}()
+	for i, addr := range addrs {
+		_, port, _ := net.SplitHostPort(addr)
+		mdir := filepath.Join(dir, fmt.Sprintf("master%d", i+1))
+		logFile, err := os.Create(mdir + ".log")
+		if err != nil {
+			return nil, err
+		}
+		defer logFile.Close()
+		cmd := exec.Command(bin, "master", "--ip=127.0.0.1", "--port="+port, "--work_dir="+mdir,
+			"--masters="+strings.Join(addrs, ","), "--quorum="+strconv.Itoa(len(addrs)/2+1),
+			"--raft_timeout="+b.raftTimeout.String(), "--logging_level=warn")
+		cmd.Stdout, cmd.Stderr = logFile, logFile
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			return nil, err
+		}
+		m := &benchMaster{addr: addr, cmd: cmd, done: make(chan struct{})}
+		go func() { cmd.Wait(); close(m.done) }()
+		masters = append(masters, m)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	if _, err := waitLeading(ctx, addrs, "", 30*time.Second); err != nil {
+		return nil, err
+	}
+	b.logf("masters up at %s", strings.Join(addrs, ","))
+
+	res := &failoverResult{Agents: b.agents, Frameworks: b.frameworks, Masters: b.masters,
+		RaftTimeout: b.raftTimeout.String(), Backoff: b.backoff.String(), Procs: runtime.GOMAXPROCS(0)}
+	var (
+		electionMu sync.Mutex
+		electionCh = make(chan error, 1)
+	)
+	kill := func(ctx context.Context) error {
+		leader, err := waitLeading(ctx, addrs, "", 10*time.Second)
+		if err != nil {
+			return err
+		}
+		var victim *benchMaster
+		for _, m := range masters {
+			if m.addr == leader {
+				victim = m
+			}
+		}
+		killedAt := time.Now()
+		victim.kill()
+		res.Killed = leader
+		go func() {
+			next, err := waitLeading(ctx, addrs, leader, time.Minute)
+			electionMu.Lock()
+			res.ElectionMS = float64(time.Since(killedAt).Microseconds()) / 1000
+			res.NewLeader = next
+			electionMu.Unlock()
+			electionCh <- err
+		}()
+		return nil
+	}
+	sim, err := simbench.Failover(ctx, simbench.Config{
+		Agents: b.agents, Frameworks: b.frameworks, Masters: addrs,
+		Hold: b.hold, RegistrationBackoff: b.backoff, Logf: b.logf,
+	}, kill)
+	if err != nil {
+		return nil, err
+	}
+	if err := <-electionCh; err != nil {
+		return nil, fmt.Errorf("no new leader: %w", err)
+	}
+	electionMu.Lock()
+	defer electionMu.Unlock()
+	res.MTTRMS = sim.Seconds * 1000
+	res.AgentsMS = sim.AgentsSeconds * 1000
+	res.FrameworksMS = sim.FrameworksResubSeconds * 1000
+	res.RegisterSeconds = sim.RegisterSeconds
+	res.ReregisterP50MS = sim.ReregisterP50 * 1000
+	res.ReregisterP99MS = sim.ReregisterP99 * 1000
+	res.ReregisterAttempts = sim.ReregisterAttempts
+	res.Sim = sim
+	return res, nil
+}
+
+func (m *benchMaster) kill() {
+	if m.cmd.Process == nil {
+		return
+	}
+	select {
+	case <-m.done:
+		return
+	default:
+	}
+	syscall.Kill(-m.cmd.Process.Pid, syscall.SIGKILL)
+	<-m.done
+}
+
+// waitLeading polls the masters (except skip) until one serves the
+// scheduler API as the leader, and returns its address. A follower
+// answers 307 or 503 before anything else; the leader answers an empty
+// POST with a 4xx about the request itself.
+func waitLeading(ctx context.Context, addrs []string, skip string, timeout time.Duration) (string, error) {
+	client := &http.Client{
+		Timeout:       500 * time.Millisecond,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		for _, a := range addrs {
+			if a == skip {
+				continue
+			}
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+a+"/api/v1/scheduler", strings.NewReader("{}"))
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := client.Do(req)
+			if err != nil {
+				continue
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode >= 400 && resp.StatusCode < 500 {
+				return a, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("no master other than %q leads after %v", skip, timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(2 * time.Millisecond): // polling interval, bounded by the deadline
+		}
+	}
+}

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// `mezzo bench launch` end to end with a few tasks: the real binary (the
+// agent runs it as each task's command executor), a real master, agent and
+// framework.
+func TestBenchLaunchSmall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the mezzo binary")
+	}
+	bin := filepath.Join(t.TempDir(), "mezzo")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(bin, "bench", "launch", "--tasks=8", "--max_in_flight=4", "--isolation=posix/cpu,posix/mem", "--json")
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.Env = os.Environ()
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("bench launch: %v\n%s", err, stderr.String())
+	}
+	var res launchResult
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+		t.Fatalf("output %q: %v", stdout.String(), err)
+	}
+	if res.Tasks != 8 || res.Finished != 8 || res.Failed != 0 || res.PerSec <= 0 || res.P99Ms <= 0 || res.P99Ms < res.P50Ms ||
+		res.Isolation != "posix/cpu,posix/mem" || res.Nproc <= 0 {
+		t.Errorf("result %+v", res)
+	}
+}
+
+func TestBytesFlag(t *testing.T) {
+	var v bytesValue
+	if err := v.Set("512MB"); err != nil || v != 512<<20 || v.String() != "512MB" {
+		t.Errorf("Set(512MB) = %v, %v", v, err)
+	}
+	if err := v.Set("lots"); err == nil {
+		t.Error("Set(lots) accepted")
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	s := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	for _, tc := range []struct{ p, want float64 }{{0.5, 5}, {0.99, 10}, {0.1, 1}, {1, 10}} {
+		if got := percentile(s, tc.p); got != tc.want {
+			t.Errorf("percentile(%v) = %v, want %v", tc.p, got, tc.want)
+		}
+	}
+	if percentile(nil, 0.5) != 0 {
+		t.Error("percentile of nothing")
+	}
+}
