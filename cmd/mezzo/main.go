@@ -28,7 +28,7 @@ var commands = map[string]subcommand{
 	"run":              {"run a command on the cluster and follow it to the end", runRun},
 	"executor":         {"the built-in command executor (started by agents)", runCommandExecutor},
 	"default-executor": {"the built-in task group executor (started by agents)", runDefaultExecutor},
-	"bench":            {"reproducible benchmarks (bench allocator …)", runBench},
+	"bench":            {"reproducible benchmarks: bench allocator|registrar|failover|launch", runBench},
 	"version":          {"print the version", runVersion},
 }
 
