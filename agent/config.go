@@ -253,19 +253,45 @@ type CgroupsConfig struct {
 	LimitSwap bool   // --cgroups_limit_swap
 }
 
-// DefaultHTTPClient returns a client speaking only unencrypted HTTP/2
-// (prior knowledge h2c): every agent of a process using it shares one TCP
+// MasterResponseTimeout bounds how long the agent waits for a master's
+// answer to a request (the SUBSCRIBE's 200 header included; not the event
+// stream that follows). A master whose process is frozen, or cut off by a
+// partition, still has its connections accepted by the kernel but never
+// answers; without a bound the agent would wait on it forever instead of
+// trying the other masters. A live master answers well within it: one that
+// knows no leader holds a request a few seconds at most (the election).
+const MasterResponseTimeout = 10 * time.Second
+
+// masterPingTimeout is how often an idle HTTP/2 connection to a master is
+// pinged and how long the answer may take: a connection to a master that
+// died without a FIN (power loss, partition) is found dead within about
+// twice this, and every stream on it (one per agent of the process) fails
+// over instead of waiting for TCP keep-alives.
+const masterPingTimeout = 5 * time.Second
+
+// DefaultHTTPClient returns the client agents use to talk to masters when
+// Config.HTTPClient is unset: NewHTTPClient(MasterResponseTimeout).
+func DefaultHTTPClient() *http.Client { return NewHTTPClient(MasterResponseTimeout) }
+
+// NewHTTPClient returns a client speaking only unencrypted HTTP/2 (prior
+// knowledge h2c): every agent of a process using it shares one TCP
 // connection per master, each agent's subscription being one stream.
-func DefaultHTTPClient() *http.Client {
+// responseTimeout bounds the wait for a response's header (see
+// MasterResponseTimeout; <= 0 means none); the connection is also pinged
+// to detect a dead master while a stream sits idle.
+func NewHTTPClient(responseTimeout time.Duration) *http.Client {
+	if responseTimeout < 0 {
+		responseTimeout = 0
+	}
 	p := new(http.Protocols)
 	p.SetUnencryptedHTTP2(true)
 	return &http.Client{Transport: &http.Transport{
-		Protocols:   p,
-		DialContext: (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		Protocols:             p,
+		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		ResponseHeaderTimeout: responseTimeout,
 		HTTP2: &http.HTTP2Config{
-			// Detect a dead connection even while a stream sits idle.
-			SendPingTimeout: 30 * time.Second,
-			PingTimeout:     15 * time.Second,
+			SendPingTimeout: masterPingTimeout,
+			PingTimeout:     masterPingTimeout,
 		},
 	}}
 }

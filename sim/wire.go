@@ -1,123 +1,43 @@
 package sim
 
 import (
-	"bytes"
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"net/http"
-	"net/url"
-	"strings"
 
 	"google.golang.org/protobuf/proto"
 
 	"mezzo/api/protocol"
+	"mezzo/internal/agentwire"
 )
 
 // AgentPath is the master's endpoint of the agent protocol.
-const AgentPath = "/internal/v1/agent"
-
-// maxRedirects bounds the 307s one subscription attempt follows.
-const maxRedirects = 5
+const AgentPath = agentwire.Path
 
 // maxEventSize bounds one event record (a RUN_TASK_GROUP of a big group
 // is the largest); larger records end the stream as malformed.
 const maxEventSize = 16 << 20
 
+// recordBuffer is the read buffer per stream: an agent's events are a few
+// hundred bytes and arrive seldom, and 64 KiB per stream would be 3 GiB
+// at 50,000 agents.
+const recordBuffer = 512
+
 // dial opens a subscription stream: the last known leader first, then
-// every configured master, each time following 307 redirects (Location
-// "//host:port/..."), until one answers 200. It returns the response whose
-// body is the event stream and the master's host:port.
+// every configured master, each time following 307 redirects, until one
+// answers 200. It returns the response whose body is the event stream and
+// the master's host:port.
 func (rt *simRuntime) dial(ctx context.Context, body []byte, leader string) (*http.Response, string, error) {
-	candidates := make([]string, 0, len(rt.cfg.Masters)+1)
-	if leader != "" {
-		candidates = append(candidates, leader)
-	}
-	for _, m := range rt.cfg.Masters {
-		if m != leader {
-			candidates = append(candidates, m)
-		}
-	}
-	var errs []error
-	for _, m := range candidates {
-		host := m
-		for hop := 0; ; hop++ {
-			resp, err := rt.post(ctx, host, body)
-			if err != nil {
-				errs = append(errs, err)
-				break
-			}
-			if resp.StatusCode == http.StatusOK {
-				return resp, host, nil
-			}
-			msg := readMessage(resp)
-			if resp.StatusCode == http.StatusTemporaryRedirect && hop < maxRedirects {
-				if next := redirectHost(resp.Header.Get("Location")); next != "" {
-					host = next
-					continue
-				}
-			}
-			errs = append(errs, fmt.Errorf("master %s: %s: %s", host, resp.Status, msg))
-			break
-		}
-		if ctx.Err() != nil {
-			return nil, "", ctx.Err()
-		}
-	}
-	return nil, "", errors.Join(errs...)
-}
-
-// post sends one protobuf AgentCall body to a master.
-func (rt *simRuntime) post(ctx context.Context, host string, body []byte) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+host+AgentPath, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/x-protobuf")
-	req.Header.Set("Accept", "application/x-protobuf")
-	return rt.client.Do(req)
-}
-
-// readMessage reads (a bounded prefix of) an error body and closes it.
-func readMessage(resp *http.Response) string {
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	return strings.TrimSpace(string(b))
-}
-
-// redirectHost extracts host:port from a Location such as
-// "//10.0.0.2:5050/internal/v1/agent" or "http://10.0.0.2:5050/...";
-// "" if it names none.
-func redirectHost(loc string) string {
-	if loc == "" {
-		return ""
-	}
-	u, err := url.Parse(loc)
-	if err != nil {
-		return ""
-	}
-	return u.Host
+	return agentwire.Dial(ctx, rt.client, rt.cfg.Masters, leader, body)
 }
 
 // readEvents decodes the stream's records and hands each event to deliver
 // until the stream ends; it returns why it ended.
 func readEvents(body io.Reader, deliver func(*protocol.AgentEvent)) error {
-	r := newRecordReader(body, maxEventSize)
-	for {
-		rec, err := r.Next()
-		if err != nil {
-			if err == io.EOF {
-				return errors.New("the master closed the event stream")
-			}
-			return err
-		}
-		ev := &protocol.AgentEvent{}
-		if err := proto.Unmarshal(rec, ev); err != nil {
-			return fmt.Errorf("undecodable event from the master: %w", err)
-		}
+	return agentwire.ReadEvents(body, recordBuffer, maxEventSize, func(ev *protocol.AgentEvent) bool {
 		deliver(ev)
-	}
+		return true
+	})
 }
 
 // postJob is one call to post for an agent on one connection attempt.
@@ -157,18 +77,11 @@ func (rt *simRuntime) postCall(j postJob) error {
 	if err != nil {
 		return err
 	}
-	resp, err := rt.post(rt.ctx, j.master, body)
-	if err != nil {
-		return err
-	}
-	msg := readMessage(resp)
-	switch resp.StatusCode {
-	case http.StatusAccepted, http.StatusOK:
-		return nil
-	case http.StatusForbidden:
+	res, err := agentwire.Call(rt.ctx, rt.client, j.master, body)
+	if res.Status == http.StatusForbidden {
 		// The master does not know this agent (any more): re-register.
-		a, attempt := j.a, j.attempt
+		a, attempt, msg := j.a, j.attempt, res.Message
 		a.sh.post(func() { a.onCallRefused(attempt, msg) })
 	}
-	return fmt.Errorf("%s: %s", resp.Status, msg)
+	return err
 }

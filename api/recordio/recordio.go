@@ -72,10 +72,21 @@ type Reader struct {
 // NewReader returns a Reader accepting records of at most max bytes
 // (DefaultMaxRecord if max <= 0).
 func NewReader(r io.Reader, max int) *Reader {
+	return NewReaderSize(r, 64<<10, max)
+}
+
+// NewReaderSize is NewReader with a bufSize-byte read buffer (bufio's
+// minimum of 16 applies). Processes holding tens of thousands of streams
+// (the agent emulator) use a few hundred bytes: the 64 KiB default would
+// cost gigabytes.
+func NewReaderSize(r io.Reader, bufSize, max int) *Reader {
 	if max <= 0 {
 		max = DefaultMaxRecord
 	}
-	return &Reader{r: bufio.NewReaderSize(r, 64<<10), max: max}
+	if bufSize <= 0 {
+		bufSize = 64 << 10
+	}
+	return &Reader{r: bufio.NewReaderSize(r, bufSize), max: max}
 }
 
 // Next returns the next record. It returns io.EOF at a clean end of stream

@@ -173,7 +173,7 @@ func runAgent(args []string, _, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mezzo agent: %v\n", err)
 		return 1
 	}
-	r, err := startAgent(ctx, f, ln, agentHTTPClient(), log)
+	r, err := startAgent(ctx, f, ln, agent.DefaultHTTPClient(), log)
 	if err != nil {
 		ln.Close()
 		fmt.Fprintf(stderr, "mezzo agent: %v\n", err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"mezzo/agent"
 	"net"
 	"net/http"
 	"os"
@@ -81,7 +82,7 @@ func runLocal(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "mezzo local: agent %d: %v\n", i+1, err)
 			return 1
 		}
-		r, err := startAgent(ctx, &f, aln, agentHTTPClient(), log.With("agent", i+1))
+		r, err := startAgent(ctx, &f, aln, agent.DefaultHTTPClient(), log.With("agent", i+1))
 		if err != nil {
 			aln.Close()
 			fmt.Fprintf(stderr, "mezzo local: agent %d: %v\n", i+1, err)

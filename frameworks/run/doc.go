@@ -23,5 +23,9 @@
 //
 // Offers that are too small before the launch are declined with Mesos's
 // default 5 s filter only, so that resources freed later are offered again.
-// After a re-subscription (master failover) Run reconciles its task.
+// After a re-subscription (master failover) Run reconciles its task. With
+// several masters it survives a leader change even in the middle of the
+// launch: an ACCEPT that failed because the master went away (or answered
+// 307 or 503) is settled by explicit reconciliation before any new launch;
+// failover.go states the rule.
 package run

@@ -91,9 +91,13 @@ type runner struct {
 	client     *scheduler.Client
 	need       []resources.Resources // acceptable shapes of the task's resources
 	taskID     *mesos.TaskID
-	launched   bool
+	agentID    *mesos.AgentID // where the task was launched, once it was
+	state      launchState
+	started    bool // an update other than "unknown to the master" was seen
 	suppressed bool
 }
+
+func (r *runner) logf(format string, args ...any) { fmt.Fprintf(r.opts.Log, format, args...) }
 
 // wanted parses the resources text into the shapes an offer may satisfy:
 // unreserved, or (for a role other than "*") reserved to that role.
@@ -138,12 +142,13 @@ func (r *runner) handle(ctx context.Context, ev *schedulerpb.Event) (code int, d
 	switch ev.GetType() {
 	case schedulerpb.Event_SUBSCRIBED:
 		fmt.Fprintf(r.opts.Log, "Subscribed with framework ID %s\n", ev.GetSubscribed().GetFrameworkId().GetValue())
-		if r.launched {
+		// A new subscription starts unsuppressed.
+		r.suppressed = false
+		if r.state != notLaunched {
 			// Re-subscribed after a disconnection: updates sent meanwhile
-			// may be lost to us; ask for the task's state.
-			if err := r.client.Reconcile(ctx, []*schedulerpb.Call_Reconcile_Task{{TaskId: r.taskID}}); err != nil {
-				fmt.Fprintf(r.opts.Log, "Reconcile failed: %v\n", err)
-			}
+			// may be lost to us, and an uncertain launch must be settled
+			// before any other; ask for the task's state.
+			r.reconcile(ctx)
 		}
 	case schedulerpb.Event_OFFERS:
 		if err := r.offers(ctx, ev.GetOffers().GetOffers()); err != nil {
@@ -166,7 +171,7 @@ func (r *runner) handle(ctx context.Context, ev *schedulerpb.Event) (code int, d
 func (r *runner) offers(ctx context.Context, offers []*mesos.Offer) error {
 	var decline []*mesos.OfferID
 	for _, o := range offers {
-		if r.launched {
+		if r.state != notLaunched {
 			decline = append(decline, o.GetId())
 			continue
 		}
@@ -178,21 +183,31 @@ func (r *runner) offers(ctx context.Context, offers []*mesos.Offer) error {
 		task := r.task(o.GetAgentId(), res)
 		fmt.Fprintf(r.opts.Log, "Launching task %s on agent %s (%s) with %s\n",
 			r.opts.TaskID, o.GetAgentId().GetValue(), o.GetHostname(), res)
+		r.agentID = proto.CloneOf(o.GetAgentId())
 		if err := r.client.Launch(ctx, []*mesos.OfferID{o.GetId()}, []*mesos.TaskInfo{task}, scheduler.RefuseFor(DeclineSeconds)); err != nil {
-			return fmt.Errorf("launching the task: %w", err)
+			if !failedOver(err) {
+				return fmt.Errorf("launching the task: %w", err)
+			}
+			// The master went away mid-ACCEPT: the task may or may not
+			// exist. Settle that by reconciliation before launching
+			// again (see failover.go).
+			r.logf("Launch of task %s uncertain (%v); reconciling\n", r.opts.TaskID, err)
+			r.state = launchUncertain
+			r.reconcile(ctx)
+			continue
 		}
-		r.launched = true
+		r.state = launched
 	}
 	if len(decline) > 0 {
 		var filters *mesos.Filters // Mesos's default 5 s while we still wait
-		if r.launched {
+		if r.state == launched {
 			filters = scheduler.RefuseFor(DeclineSeconds)
 		}
 		if err := r.client.Decline(ctx, decline, filters); err != nil {
 			fmt.Fprintf(r.opts.Log, "Decline failed: %v\n", err)
 		}
 	}
-	if r.launched && !r.suppressed {
+	if r.state == launched && !r.suppressed {
 		if err := r.client.Suppress(ctx); err != nil {
 			fmt.Fprintf(r.opts.Log, "Suppress failed: %v\n", err)
 		} else {
@@ -247,13 +262,24 @@ func commandInfo(argv []string, shell bool) *mesos.CommandInfo {
 // update prints and acknowledges a status update; a terminal state of our
 // task ends the run.
 func (r *runner) update(ctx context.Context, s *mesos.TaskStatus) (int, bool, error) {
-	if s.GetTaskId().GetValue() == r.taskID.GetValue() {
+	ours := s.GetTaskId().GetValue() == r.taskID.GetValue()
+	if ours && !r.started && unknownToMaster(s) {
+		// The master does not know the task, and nothing ever said it
+		// started: it never did (see failover.go). Not an end.
+		r.neverStarted(ctx, s)
+		return 0, false, nil
+	}
+	if ours {
 		fmt.Fprintln(r.opts.Out, StatusLine(s))
+		r.started = true
+		if r.state == launchUncertain {
+			r.state = launched // the master knows the task
+		}
 	}
 	if err := r.client.Acknowledge(ctx, s); err != nil {
 		fmt.Fprintf(r.opts.Log, "Acknowledge failed: %v\n", err)
 	}
-	if s.GetTaskId().GetValue() != r.taskID.GetValue() || !IsTerminal(s.GetState()) {
+	if !ours || !IsTerminal(s.GetState()) {
 		return 0, false, nil
 	}
 	r.teardown()

@@ -102,6 +102,11 @@ func start(t *testing.T, m *schedulertest.Master, opts run.Options) (<-chan resu
 	if opts.User == "" {
 		opts.User = "alice"
 	}
+	return runAsync(t, opts), out
+}
+
+// runAsync runs Run in the background until the test ends.
+func runAsync(t *testing.T, opts run.Options) <-chan result {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	done := make(chan result, 1)
@@ -109,7 +114,7 @@ func start(t *testing.T, m *schedulertest.Master, opts run.Options) (<-chan resu
 		code, err := run.Run(ctx, opts)
 		done <- result{code, err}
 	}()
-	return done, out
+	return done
 }
 
 func finish(t *testing.T, done <-chan result) result {

@@ -1,0 +1,183 @@
+package agentwire
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	"mezzo/api/protocol"
+	"mezzo/api/recordio"
+)
+
+// FuzzReader: the small read buffer ReadEvents can be given (the emulator's
+// 16 bytes up) yields exactly the records, and the clean or unclean end, of
+// the default 64 KiB buffer.
+func FuzzReader(f *testing.F) {
+	for _, seed := range []string{
+		"", "3\nabc", "3\nabc0\n2\nde", "5\nab", "x\n", "\n", "12345678901\n", "4\nabcd4\nefgh",
+		"1000\n" + string(bytes.Repeat([]byte("z"), 1000)), "70\nshort",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		const max = 600
+		ours := recordio.NewReaderSize(bytes.NewReader(data), 16, max)
+		oracle := recordio.NewReader(bytes.NewReader(data), max)
+		for i := 0; ; i++ {
+			got, gerr := ours.Next()
+			want, werr := oracle.Next()
+			if (gerr == nil) != (werr == nil) || errors.Is(gerr, io.EOF) != errors.Is(werr, io.EOF) ||
+				errors.Is(gerr, io.ErrUnexpectedEOF) != errors.Is(werr, io.ErrUnexpectedEOF) {
+				t.Fatalf("record %d: error %v, oracle %v", i, gerr, werr)
+			}
+			if gerr != nil {
+				return
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("record %d: %q, oracle %q", i, got, want)
+			}
+		}
+	})
+}
+
+func TestRedirectHost(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"//10.0.0.2:5050/internal/v1/agent", "10.0.0.2:5050"},
+		{"http://m2:5050/x", "m2:5050"},
+		{"", ""},
+		{"/relative", ""},
+		{"%zz", ""},
+	} {
+		if got := RedirectHost(tt.in); got != tt.want {
+			t.Errorf("RedirectHost(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func encodeEvents(t *testing.T, evs ...*protocol.AgentEvent) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w := recordio.NewWriter(&buf)
+	for _, ev := range evs {
+		b, err := proto.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Write(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return buf.Bytes()
+}
+
+func TestReadEvents(t *testing.T) {
+	ping := &protocol.AgentEvent{Type: protocol.AgentEvent_PING.Enum()}
+	stream := encodeEvents(t, ping, ping, ping)
+	tests := []struct {
+		name    string
+		data    []byte
+		stopAt  int // deliver returns false at this event (0 = never)
+		want    int
+		wantErr error
+		errText string
+	}{
+		{name: "clean end", data: stream, want: 3, wantErr: ErrStreamClosed},
+		{name: "stopped by deliver", data: stream, stopAt: 2, want: 2},
+		{name: "cut inside a record", data: stream[:len(stream)-1], want: 2, wantErr: io.ErrUnexpectedEOF},
+		{name: "undecodable", data: []byte("2\n\xff\xff"), errText: "undecodable event"},
+		{name: "too large", data: []byte("100\n"), errText: "exceeds size limit"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := 0
+			err := ReadEvents(bytes.NewReader(tt.data), 16, 50, func(ev *protocol.AgentEvent) bool {
+				n++
+				return n != tt.stopAt
+			})
+			if n != tt.want {
+				t.Errorf("delivered %d, want %d", n, tt.want)
+			}
+			switch {
+			case tt.errText != "":
+				if err == nil || !strings.Contains(err.Error(), tt.errText) {
+					t.Errorf("err = %v, want %q", err, tt.errText)
+				}
+			case !errors.Is(err, tt.wantErr) || (tt.wantErr == nil && err != nil):
+				t.Errorf("err = %v, want %v", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func noRedirects() *http.Client {
+	return &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+// TestDial: an unavailable master is skipped, a redirect is followed to the
+// leader, and the stream's body is returned with the leader's address.
+func TestDial(t *testing.T) {
+	var leaderCalls int
+	leader := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		leaderCalls++
+		if r.URL.Path != Path || r.Header.Get("Content-Type") != "application/x-protobuf" {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write([]byte("0\n"))
+	}))
+	defer leader.Close()
+	leaderAddr := strings.TrimPrefix(leader.URL, "http://")
+	follower := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Location", "//"+leaderAddr+Path)
+		w.WriteHeader(http.StatusTemporaryRedirect)
+	}))
+	defer follower.Close()
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "No leader elected", http.StatusServiceUnavailable)
+	}))
+	defer down.Close()
+	hc := noRedirects()
+	masters := []string{strings.TrimPrefix(down.URL, "http://"), strings.TrimPrefix(follower.URL, "http://")}
+	resp, host, err := Dial(context.Background(), hc, masters, "", []byte("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if host != leaderAddr || leaderCalls != 1 {
+		t.Errorf("host %s (calls %d), want %s", host, leaderCalls, leaderAddr)
+	}
+
+	// Every master failing: the errors name each master.
+	_, _, err = Dial(context.Background(), hc, masters[:1], "", []byte("x"))
+	if err == nil || !strings.Contains(err.Error(), "503") || !strings.Contains(err.Error(), masters[0]) {
+		t.Errorf("err = %v", err)
+	}
+	if _, _, err := Dial(context.Background(), hc, nil, "", nil); err == nil {
+		t.Error("no masters: no error")
+	}
+}
+
+func TestCall(t *testing.T) {
+	for _, tt := range []struct {
+		status int
+		ok     bool
+	}{{http.StatusAccepted, true}, {http.StatusOK, true}, {http.StatusForbidden, false}, {http.StatusBadRequest, false}} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(tt.status)
+			_, _ = w.Write([]byte(" why \n"))
+		}))
+		res, err := Call(context.Background(), noRedirects(), strings.TrimPrefix(srv.URL, "http://"), []byte("x"))
+		srv.Close()
+		if (err == nil) != tt.ok || res.Status != tt.status || res.Message != "why" {
+			t.Errorf("status %d: %+v, %v", tt.status, res, err)
+		}
+	}
+}

@@ -1,0 +1,126 @@
+package agentwire
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// Path is the master's endpoint of the agent protocol.
+const Path = "/internal/v1/agent"
+
+// MaxRedirects bounds how many 307s one subscription attempt follows per
+// master tried.
+const MaxRedirects = 5
+
+// contentType is the only encoding of the internal protocol.
+const contentType = "application/x-protobuf"
+
+// Post sends one protobuf-encoded AgentCall body to the master at host
+// ("host:port") with hc. hc must not follow redirects itself (its
+// CheckRedirect returns http.ErrUseLastResponse): a 307 is the caller's to
+// interpret. The caller closes the response body.
+func Post(ctx context.Context, hc *http.Client, host string, body []byte) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+host+Path, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", contentType)
+	req.Header.Set("Accept", contentType)
+	return hc.Do(req)
+}
+
+// Dial opens a subscription stream: body is the encoded SUBSCRIBE call. It
+// tries leader (if not "") and then every master of masters, each time
+// following up to MaxRedirects 307s, until one answers 200. It returns that
+// response, whose body is the event stream, and the answering master's
+// host:port; otherwise every master's error, joined.
+func Dial(ctx context.Context, hc *http.Client, masters []string, leader string, body []byte) (*http.Response, string, error) {
+	var candidates []string
+	seen := map[string]bool{}
+	for _, m := range append([]string{leader}, masters...) {
+		if m != "" && !seen[m] {
+			seen[m] = true
+			candidates = append(candidates, m)
+		}
+	}
+	if len(candidates) == 0 {
+		return nil, "", errors.New("agentwire: no master address")
+	}
+	var errs []error
+	for _, m := range candidates {
+		host := m
+		for hop := 0; ; hop++ {
+			resp, err := Post(ctx, hc, host, body)
+			if err != nil {
+				errs = append(errs, err)
+				break
+			}
+			if resp.StatusCode == http.StatusOK {
+				return resp, host, nil
+			}
+			msg := ReadMessage(resp)
+			if resp.StatusCode == http.StatusTemporaryRedirect && hop < MaxRedirects {
+				if next := RedirectHost(resp.Header.Get("Location")); next != "" {
+					host = next
+					continue
+				}
+			}
+			errs = append(errs, fmt.Errorf("master %s: %s: %s", host, resp.Status, msg))
+			break
+		}
+		if ctx.Err() != nil {
+			return nil, "", ctx.Err()
+		}
+	}
+	return nil, "", errors.Join(errs...)
+}
+
+// Result is the outcome of one non-SUBSCRIBE call posted with Call.
+type Result struct {
+	Status  int    // the HTTP status
+	Message string // the (bounded) response body, trimmed
+}
+
+// Call posts one encoded call and reads the answer. A transport error is
+// returned as is; any HTTP answer is returned in Result, with an error
+// unless it is 200 or 202 (a 403 means the master does not know the agent:
+// the caller re-registers).
+func Call(ctx context.Context, hc *http.Client, host string, body []byte) (Result, error) {
+	resp, err := Post(ctx, hc, host, body)
+	if err != nil {
+		return Result{}, err
+	}
+	res := Result{Status: resp.StatusCode, Message: ReadMessage(resp)}
+	if res.Status == http.StatusOK || res.Status == http.StatusAccepted {
+		return res, nil
+	}
+	return res, fmt.Errorf("%s: %s", resp.Status, res.Message)
+}
+
+// ReadMessage reads (a bounded prefix of) a response body, closes it and
+// returns the text trimmed.
+func ReadMessage(resp *http.Response) string {
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	return strings.TrimSpace(string(b))
+}
+
+// RedirectHost extracts host:port from a Location such as
+// "//10.0.0.2:5050/internal/v1/agent" or "http://10.0.0.2:5050/...";
+// "" if it names none.
+func RedirectHost(loc string) string {
+	if loc == "" {
+		return ""
+	}
+	u, err := url.Parse(loc)
+	if err != nil {
+		return ""
+	}
+	return u.Host
+}
