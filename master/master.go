@@ -33,9 +33,11 @@ type Master struct {
 	// leaderChanged is closed (and replaced) whenever a published
 	// snapshot changes Elected or Leader (AwaitLeader).
 	leaderChanged atomic.Pointer[chan struct{}]
-	startOnce     sync.Once
-	stopOnce      sync.Once
-	started       atomic.Bool
+	// pub throttles snapshot publication (publish.go); loop-owned.
+	pub       publisher
+	startOnce sync.Once
+	stopOnce  sync.Once
+	started   atomic.Bool
 }
 
 // New validates cfg, builds the allocator if none is given, and returns a
@@ -213,6 +215,7 @@ func (m *Master) run() {
 	defer close(m.done)
 	timer := m.cfg.Clock.NewTimer(time.Hour)
 	defer timer.Stop()
+	defer m.pub.stop()
 	for {
 		select {
 		case <-m.stop:
@@ -222,6 +225,8 @@ func (m *Master) run() {
 			return
 		case <-m.mbox.ready:
 		case <-timer.C():
+		case <-m.pub.timerC():
+			m.pub.armed = false
 		}
 		now := m.cfg.Clock.Now()
 		events, _ := m.mbox.drain()
@@ -229,17 +234,8 @@ func (m *Master) run() {
 			ev(m.s, now)
 		}
 		m.s.advance(now)
-		if m.s.dirty {
-			prev := m.snap.Load()
-			snap := m.s.snapshot(now)
-			m.snap.Store(snap)
-			m.s.dirty = false
-			if snap.Elected != prev.Elected || snap.Leader != prev.Leader {
-				ch := make(chan struct{})
-				close(*m.leaderChanged.Swap(&ch))
-			}
-		}
-		m.s.runAfterPublish()
+		// Publish now or later (publish.go); replies wait for it.
+		m.publishDue(now)
 		if next := m.s.nextDeadline(); next.IsZero() {
 			timer.Stop()
 		} else {

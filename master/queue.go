@@ -60,3 +60,10 @@ func (q *queue[T]) isClosed() bool {
 	defer q.mu.Unlock()
 	return q.closed
 }
+
+// pending reports whether items are waiting to be drained.
+func (q *queue[T]) pending() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.items) > 0
+}

@@ -37,7 +37,7 @@ func (s *state) snapshot(now time.Time) *Snapshot {
 	}
 	snap.CompletedFrameworks = append([]*FrameworkView(nil), s.completed...)
 	for _, id := range s.agentIDs() {
-		snap.Agents = append(snap.Agents, s.agentView(s.agents[id]))
+		snap.Agents = append(snap.Agents, s.cachedAgentView(s.agents[id]))
 	}
 	for _, id := range sortedKeys(s.unreachable) {
 		snap.UnreachableAgents = append(snap.UnreachableAgents, &UnreachableAgent{ID: id, Time: s.unreachable[id].at})
@@ -98,7 +98,7 @@ func (s *state) agentView(a *agent) *AgentView {
 		Deactivated:      a.deactivated,
 		RegisteredTime:   a.registeredTime,
 		ReregisteredTime: a.reregisteredTime,
-		Total:            a.total.Proto(),
+		Total:            a.totalProto,
 		TaskCounts:       map[string]int{},
 	}
 	var used, offered resources.Resources

@@ -155,6 +155,8 @@ type task struct {
 	// recovered is set once the task's resources went back to the
 	// allocator (its latest state is terminal).
 	recovered bool
+	// allocRole caches allocationRole(res, ""): res never changes.
+	allocRole *string
 }
 
 func (t *task) id() string { return t.proto.GetTaskId().GetValue() }
@@ -165,6 +167,8 @@ type executor struct {
 	res     resources.Resources
 	fwID    string
 	agentID string
+	// allocRole caches allocationRole(res, ""): res never changes.
+	allocRole *string
 }
 
 // agent is a registered agent.
@@ -182,7 +186,15 @@ type agent struct {
 	registeredTime   time.Time
 	reregisteredTime time.Time
 
-	total     resources.Resources
+	// total is set only through setTotal, which keeps the derived views
+	// below in step.
+	total resources.Resources
+	// totalProto is total.Proto(), shared by every snapshot until total
+	// changes (a snapshot must not rebuild it per agent per publish).
+	totalProto []*mesos.Resource
+	// reserved is total's reservations by role (the role of each
+	// resource's last reservation), for role views.
+	reserved  map[string]resources.Resources
 	tasks     map[string]map[string]*task     // framework ID -> task ID
 	executors map[string]map[string]*executor // framework ID -> executor ID
 	offers    map[string]*offer
@@ -194,6 +206,8 @@ type agent struct {
 	// leaving is set while a registrar write that removes the agent from
 	// the registered set (unreachable, removal) is in flight.
 	leaving bool
+	// view is the agent's last snapshot view (snapshot_cache.go).
+	view *agentViewCache
 }
 
 func (a *agent) active() bool { return a.connected && !a.deactivated && !a.leaving }

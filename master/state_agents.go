@@ -146,11 +146,11 @@ func (s *state) admitted(st *AgentStream, sub *protocol.AgentCall_Subscribe, err
 		version:        sub.GetAgentVersion(),
 		caps:           sub.GetCapabilities(),
 		registeredTime: now,
-		total:          total,
 		tasks:          map[string]map[string]*task{},
 		executors:      map[string]map[string]*executor{},
 		offers:         map[string]*offer{},
 	}
+	a.setTotal(total)
 	s.agents[id] = a
 	if readmit {
 		a.reregisteredTime = now
@@ -231,7 +231,7 @@ func (s *state) reregister(a *agent, st *AgentStream, sub *protocol.AgentCall_Su
 	if !proto.Equal(a.info, info) {
 		a.info = info
 		if total, err := resources.FromProto(info.GetResources()); err == nil && !total.Equal(a.total) {
-			a.total = total
+			a.setTotal(total)
 			s.rescindAgentOffers(a)
 			s.alloc.UpdateAgent(a.id, info, total)
 		}

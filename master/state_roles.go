@@ -633,25 +633,20 @@ func (s *state) roleUsage() (used, reserved map[string]resources.Resources) {
 	for _, fw := range s.frameworks {
 		for _, t := range fw.tasks {
 			if !t.recovered {
-				role := allocationRole(t.res, defaultRole(fw))
+				role := t.role(defaultRole(fw))
 				used[role] = used[role].Add(t.res)
 			}
 		}
 		for _, es := range fw.executors {
 			for _, e := range es {
-				role := allocationRole(e.res, defaultRole(fw))
+				role := e.role(defaultRole(fw))
 				used[role] = used[role].Add(e.res)
 			}
 		}
 	}
 	for _, a := range s.agents {
-		for _, r := range a.total.Proto() {
-			if n := len(r.GetReservations()); n > 0 {
-				role := r.GetReservations()[n-1].GetRole()
-				if x, err := resources.FromProto([]*mesos.Resource{r}); err == nil {
-					reserved[role] = reserved[role].Add(x)
-				}
-			}
+		for role, x := range a.reserved {
+			reserved[role] = reserved[role].Add(x)
 		}
 	}
 	return used, reserved
@@ -755,7 +750,7 @@ func (s *state) revoke(fwID, agentID string, r resources.Resources, now time.Tim
 		if t.recovered || isTerminal(t.proto.GetState()) || rs.preempting[fwID][t.id()] != "" {
 			continue
 		}
-		if role != "" && allocationRole(t.res, defaultRole(fw)) != role {
+		if role != "" && t.role(defaultRole(fw)) != role {
 			continue
 		}
 		victims = append(victims, t)
