@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -341,8 +342,13 @@ func TestManyAgentsOneConnection(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if got := len(c.m.Snapshot().Agents); got != n+1 {
-		t.Fatalf("%d agents registered, want %d", got, n+1)
+	// Registration replies on the stream; the snapshot showing it may be
+	// published a little later (publishing is throttled by its cost).
+	for deadline := time.Now().Add(10 * time.Second); len(c.m.Snapshot().Agents) != n+1; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d agents registered, want %d", len(c.m.Snapshot().Agents), n+1)
+		}
+		runtime.Gosched()
 	}
 	if got := c.conns.Load(); got != 1 {
 		t.Fatalf("%d TCP connections, want 1", got)
