@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"mezzo/api/mesos"
+	"mezzo/internal/atomicfile"
 
 	"google.golang.org/protobuf/proto"
 )
@@ -76,48 +77,6 @@ func safeName(id string) string {
 	return id
 }
 
-// writeAtomic replaces path with data: write a temp file in the same
-// directory, fsync it, rename it over path, fsync the directory. A crash
-// leaves either the old or the new content.
-func writeAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("checkpointing %s: %w", path, err)
-	}
-	return syncDir(dir)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
-		return fmt.Errorf("fsync %s: %w", dir, err)
-	}
-	return nil
-}
-
 // symlinkAtomic points link at target, replacing any previous link.
 func symlinkAtomic(target, link string) error {
 	dir := filepath.Dir(link)
@@ -133,7 +92,7 @@ func symlinkAtomic(target, link string) error {
 		os.Remove(tmp)
 		return err
 	}
-	return syncDir(dir)
+	return atomicfile.SyncDir(dir)
 }
 
 // checkpointMagic starts every protobuf checkpoint file. The frame is
@@ -191,7 +150,7 @@ func writeProto(path string, m proto.Message) error {
 	if err != nil {
 		return err
 	}
-	return writeAtomic(path, frameCheckpoint(b))
+	return atomicfile.WriteFile(path, frameCheckpoint(b))
 }
 
 // readProto reads a framed protobuf file. A missing file is returned as
@@ -222,7 +181,7 @@ func (m metaDir) checkpointAgent(info *mesos.AgentInfo, bootID string, epoch uin
 		return err
 	}
 	if bootID != "" {
-		if err := writeAtomic(m.bootIDPath(), []byte(bootID)); err != nil {
+		if err := atomicfile.WriteFile(m.bootIDPath(), []byte(bootID)); err != nil {
 			return err
 		}
 	}
@@ -230,7 +189,7 @@ func (m metaDir) checkpointAgent(info *mesos.AgentInfo, bootID string, epoch uin
 }
 
 func (m metaDir) checkpointEpoch(epoch uint64) error {
-	return writeAtomic(m.epochPath(), []byte(strconv.FormatUint(epoch, 10)))
+	return atomicfile.WriteFile(m.epochPath(), []byte(strconv.FormatUint(epoch, 10)))
 }
 
 func (m metaDir) checkpointFramework(agentID string, info *mesos.FrameworkInfo) error {
@@ -253,7 +212,7 @@ func (m metaDir) checkpointExecutor(agentID, fwID string, info *mesos.ExecutorIn
 	if err := writeProto(filepath.Join(dir, "executor.info"), info); err != nil {
 		return err
 	}
-	if err := writeAtomic(filepath.Join(dir, "executor.kind"), []byte(executorKindName[kind]+"\n")); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, "executor.kind"), []byte(executorKindName[kind]+"\n")); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(filepath.Join(dir, "runs", safeName(containerID)), 0o755); err != nil {

@@ -22,10 +22,6 @@ func init() {
 	Register("mesos", func(opts Options) (Containerizer, error) { return NewMesos(opts) })
 }
 
-// maxTerminated bounds how many ended containers a Mesos containerizer
-// remembers for late Wait calls.
-const maxTerminated = 1024
-
 // Mesos is the `mesos` containerizer: each container is a plain process in
 // its own session (so its own process group), with stdout and stderr
 // appended to files in the sandbox, confined by the configured isolators.
@@ -39,8 +35,7 @@ type Mesos struct {
 
 	mu         sync.Mutex
 	live       map[string]*proc
-	terminated map[string]*proc
-	order      []string // terminated IDs, oldest first
+	terminated Terminated[*proc]
 }
 
 type proc struct {
@@ -91,7 +86,7 @@ func NewMesos(opts Options) (*Mesos, error) {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	return &Mesos{clock: c, log: log, isolators: isos, runtimeDir: opts.RuntimeDir,
-		live: map[string]*proc{}, terminated: map[string]*proc{}}, nil
+		live: map[string]*proc{}}, nil
 }
 
 // Launch implements Containerizer.
@@ -106,7 +101,7 @@ func (m *Mesos) Launch(ctx context.Context, cfg ContainerConfig) (Container, err
 		return Container{}, fmt.Errorf("launch %s: sandbox %q is not a directory", cfg.ContainerID, cfg.Dir)
 	}
 	m.mu.Lock()
-	if m.live[cfg.ContainerID] != nil || m.terminated[cfg.ContainerID] != nil {
+	if m.live[cfg.ContainerID] != nil || m.terminated.Has(cfg.ContainerID) {
 		m.mu.Unlock()
 		return Container{}, fmt.Errorf("launch %s: %w", cfg.ContainerID, ErrDuplicate)
 	}
@@ -251,12 +246,7 @@ func (m *Mesos) finish(p *proc, term Termination) {
 	term.Limitation = p.limitation
 	p.term = term
 	delete(m.live, p.id)
-	m.terminated[p.id] = p
-	m.order = append(m.order, p.id)
-	for len(m.order) > maxTerminated {
-		delete(m.terminated, m.order[0])
-		m.order = m.order[1:]
-	}
+	m.terminated.Add(p.id, p)
 	m.mu.Unlock()
 	close(p.done)
 }
@@ -319,7 +309,8 @@ func (m *Mesos) lookup(id string) *proc {
 	if p := m.live[id]; p != nil {
 		return p
 	}
-	return m.terminated[id]
+	p, _ := m.terminated.Get(id)
+	return p
 }
 
 // Destroy implements Containerizer.
@@ -327,7 +318,7 @@ func (m *Mesos) Destroy(ctx context.Context, id string, grace time.Duration) err
 	m.mu.Lock()
 	p := m.live[id]
 	if p == nil {
-		_, known := m.terminated[id]
+		known := m.terminated.Has(id)
 		m.mu.Unlock()
 		if known {
 			return nil
@@ -368,7 +359,7 @@ func (m *Mesos) Limitation(id string) (Limitation, bool) {
 	defer m.mu.Unlock()
 	p := m.live[id]
 	if p == nil {
-		p = m.terminated[id]
+		p, _ = m.terminated.Get(id)
 	}
 	if p == nil || p.limitation == nil {
 		return Limitation{}, false

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"mezzo/api/mesos"
+	"mezzo/internal/atomicfile"
 )
 
 // An agent restart: a second containerizer over the same runtime dir
@@ -36,7 +37,7 @@ func TestRecoverReattaches(t *testing.T) {
 		"dead":     `{"pid": 2147483000, "start_ticks": 1, "started": 1}`,
 		"recycled": `{"pid": ` + strconv.Itoa(c.Pid) + `, "start_ticks": 1, "started": 1}`,
 	} {
-		if err := writeFileAtomic(filepath.Join(rt, id, "pid"), []byte(rec)); err != nil {
+		if err := atomicfile.WriteFile(filepath.Join(rt, id, "pid"), []byte(rec)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -90,7 +91,7 @@ func TestRecoverCorruptCheckpointNamesFile(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			rt := t.TempDir()
 			path := filepath.Join(rt, "c1", "pid")
-			if err := writeFileAtomic(path, []byte(content)); err != nil {
+			if err := atomicfile.WriteFile(path, []byte(content)); err != nil {
 				t.Fatal(err)
 			}
 			m, _ := NewMesos(Options{RuntimeDir: rt})
@@ -203,7 +204,7 @@ func TestRecoverRecoversIsolators(t *testing.T) {
 	if _, err := m1.Launch(waitCtx(t), shell("oom", t.TempDir(), "sleep 30")); err != nil {
 		t.Fatal(err)
 	}
-	if err := writeFileAtomic(filepath.Join(rt, "dead", "pid"), []byte(`{"pid": 2147483000, "start_ticks": 1, "started": 1}`)); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(rt, "dead", "pid"), []byte(`{"pid": 2147483000, "start_ticks": 1, "started": 1}`)); err != nil {
 		t.Fatal(err)
 	}
 	iso := &recoveringIsolator{noopIsolator: noopIsolator{"test/recover"}, ch: map[string]chan Limitation{}}

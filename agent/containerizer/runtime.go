@@ -10,6 +10,8 @@ import (
 	"sort"
 	"syscall"
 	"time"
+
+	"mezzo/internal/atomicfile"
 )
 
 // The runtime checkpoint, after Mesos's --runtime_dir: one directory per
@@ -43,7 +45,7 @@ func (m *Mesos) checkpointRuntime(id string, pid int, started time.Time) error {
 		return fmt.Errorf("checkpointing the container's pid: %w", err)
 	}
 	b, _ := json.Marshal(runtimeRecord{Pid: pid, StartTicks: ticks, Started: float64(started.UnixNano()) / 1e9})
-	return writeFileAtomic(m.runtimePath(id), append(b, '\n'))
+	return atomicfile.WriteFile(m.runtimePath(id), append(b, '\n'))
 }
 
 // forgetRuntime removes an ended container's checkpoint.
@@ -114,7 +116,7 @@ func (m *Mesos) Recover(ctx context.Context) ([]Recovered, error) {
 		started := time.Unix(0, int64(rec.Started*1e9))
 		p := &proc{id: id, pid: rec.Pid, started: started, done: make(chan struct{}), startTicks: rec.StartTicks}
 		m.mu.Lock()
-		if m.live[id] != nil || m.terminated[id] != nil {
+		if m.live[id] != nil || m.terminated.Has(id) {
 			m.mu.Unlock()
 			errs = append(errs, fmt.Errorf("recovering container %s: %w", id, ErrDuplicate))
 			continue
@@ -160,41 +162,4 @@ func (m *Mesos) reapRecovered(ctx context.Context, p *proc, w *processWatch) {
 		Recovered: true,
 		Message:   "Executor exited (its exit status is unknown: it was recovered after an agent restart)",
 	})
-}
-
-// writeFileAtomic replaces path with data: temp file in the same
-// directory, fsync, rename, fsync the directory.
-func writeFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("checkpointing %s: %w", path, err)
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
-		return fmt.Errorf("fsync %s: %w", dir, err)
-	}
-	return nil
 }

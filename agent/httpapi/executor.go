@@ -3,7 +3,6 @@ package httpapi
 import (
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"sync"
 
@@ -28,28 +27,13 @@ func (h *Handler) executor(w http.ResponseWriter, r *http.Request) {
 		writeError(w, Errorf(http.StatusServiceUnavailable, "Agent has not finished recovery"))
 		return
 	}
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", "POST")
-		writeError(w, Errorf(http.StatusMethodNotAllowed, "Expecting one of { 'POST' }, but received '%s'", r.Method))
-		return
-	}
-	mt, status, err := codec.RequestType(r)
-	if err != nil {
-		writeError(w, &Error{Status: status, Message: err.Error()})
-		return
-	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxCallBody+1))
-	if err != nil {
-		writeError(w, Errorf(http.StatusBadRequest, "Failed to read body: %v", err))
-		return
-	}
-	if len(body) > maxCallBody {
-		writeError(w, Errorf(http.StatusRequestEntityTooLarge, "Call body exceeds %d bytes", maxCallBody))
+	mt, ok := postType(w, r)
+	if !ok {
 		return
 	}
 	call := &executorpb.Call{}
-	if err := codec.Unmarshal(mt, body, call); err != nil {
-		writeError(w, Errorf(http.StatusBadRequest, "Failed to parse body into Call protobuf: %v", err))
+	if e := decodeCall(r, mt, maxCallBody, call); e != nil {
+		writeError(w, e)
 		return
 	}
 	if err := ValidateCall(call); err != nil {

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"io"
 	"net/http"
 	"sort"
 
@@ -63,14 +62,8 @@ func (h *Handler) monitorStatistics(w http.ResponseWriter, r *http.Request) {
 // operator serves the agent's v1 operator API (POST /api/v1). It answers
 // GET_HEALTH, GET_METRICS and GET_CONTAINERS; other calls are 501.
 func (h *Handler) operator(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", "POST")
-		writeError(w, Errorf(http.StatusMethodNotAllowed, "Expecting one of { 'POST' }, but received '%s'", r.Method))
-		return
-	}
-	mt, status, err := codec.RequestType(r)
-	if err != nil {
-		writeError(w, &Error{Status: status, Message: err.Error()})
+	mt, ok := postType(w, r)
+	if !ok {
 		return
 	}
 	respType, err := codec.ResponseType(r)
@@ -78,18 +71,9 @@ func (h *Handler) operator(w http.ResponseWriter, r *http.Request) {
 		writeError(w, Errorf(http.StatusNotAcceptable, "Expecting 'Accept' to allow '%s' or '%s'", codec.JSON, codec.Protobuf))
 		return
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxOperatorBody+1))
-	if err != nil {
-		writeError(w, Errorf(http.StatusBadRequest, "Failed to read body: %v", err))
-		return
-	}
-	if len(body) > maxOperatorBody {
-		writeError(w, Errorf(http.StatusRequestEntityTooLarge, "Call body exceeds %d bytes", maxOperatorBody))
-		return
-	}
 	call := &agentpb.Call{}
-	if err := codec.Unmarshal(mt, body, call); err != nil {
-		writeError(w, Errorf(http.StatusBadRequest, "Failed to parse body into Call protobuf: %v", err))
+	if e := decodeCall(r, mt, maxOperatorBody, call); e != nil {
+		writeError(w, e)
 		return
 	}
 	var resp *agentpb.Response

@@ -28,8 +28,6 @@ package command
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"syscall"
 	"time"
@@ -40,6 +38,7 @@ import (
 	mesos "mezzo/api/mesos"
 	"mezzo/executor"
 	"mezzo/executor/health"
+	"mezzo/executor/internal/builtin"
 	"mezzo/executor/internal/proc"
 )
 
@@ -61,18 +60,9 @@ type Options struct {
 // Main runs the command executor with the agent-provided environment and
 // returns the process exit code. Diagnostics go to stderr.
 func Main(ctx context.Context, environ []string, stderr io.Writer) int {
-	cfg, err := executor.ConfigFromEnv(environ)
-	if err != nil {
-		fmt.Fprintf(stderr, "mezzo executor: %v\n", err)
-		return 1
-	}
-	return Run(ctx, cfg, Options{Executor: executor.Options{Logf: logTo(stderr)}})
-}
-
-func logTo(w io.Writer) func(string, ...any) {
-	return func(format string, args ...any) {
-		fmt.Fprintf(w, "mezzo executor: "+format+"\n", args...)
-	}
+	return builtin.Main("mezzo executor", environ, stderr, func(cfg executor.Config, logf builtin.Logf) int {
+		return Run(ctx, cfg, Options{Executor: executor.Options{Logf: logf}})
+	})
 }
 
 // Run runs the command executor against the agent in cfg.
@@ -80,9 +70,7 @@ func Run(ctx context.Context, cfg executor.Config, opts Options) int {
 	if opts.AckTimeout <= 0 {
 		opts.AckTimeout = DefaultAckTimeout
 	}
-	if opts.Executor.Logf == nil {
-		opts.Executor.Logf = func(string, ...any) {}
-	}
+	opts.Executor.Logf = builtin.Discard(opts.Executor.Logf)
 	client := executor.NewClient(cfg, opts.Executor)
 	e := &commandExecutor{cfg: cfg, opts: opts, logf: opts.Executor.Logf}
 	err := client.Run(ctx, e)
@@ -91,17 +79,7 @@ func Run(ctx context.Context, cfg executor.Config, opts Options) int {
 	if e.task != nil && !e.task.Exited {
 		_ = e.task.Proc.Signal(syscall.SIGKILL)
 	}
-	switch {
-	case err == nil && e.exitCode == 0:
-		return 0
-	case err == nil:
-		return e.exitCode
-	case errors.Is(err, executor.ErrShutdownTimeout):
-		e.logf("shutdown grace period elapsed before the task ended")
-	default:
-		e.logf("%v", err)
-	}
-	return 1
+	return builtin.ExitCode(err, e.exitCode, e.logf, "shutdown grace period elapsed before the task ended")
 }
 
 // commandExecutor is the Handler; all its state is owned by the client loop.
@@ -132,15 +110,7 @@ func (e *commandExecutor) Subscribed(c *executor.Client, ev *executorpb.Event_Su
 }
 
 func (e *commandExecutor) update(c *executor.Client, taskID *mesos.TaskID, state mesos.TaskState, reason *mesos.TaskStatus_Reason, message string) []byte {
-	return e.send(c, newStatus(taskID, state, reason, message))
-}
-
-func newStatus(taskID *mesos.TaskID, state mesos.TaskState, reason *mesos.TaskStatus_Reason, message string) *mesos.TaskStatus {
-	st := &mesos.TaskStatus{TaskId: taskID, State: state.Enum(), Reason: reason}
-	if message != "" {
-		st.Message = proto.String(message)
-	}
-	return st
+	return e.send(c, builtin.NewStatus(taskID, state, reason, message))
 }
 
 func (e *commandExecutor) send(c *executor.Client, st *mesos.TaskStatus) []byte {
@@ -185,7 +155,7 @@ func (e *commandExecutor) exited(c *executor.Client, t *proc.Task) {
 	e.stopHealthCheck()
 	state, reason, msg := t.Outcome()
 	e.logf("task %s: %s", t.ID(), msg)
-	st := newStatus(t.Info.GetTaskId(), state, reason, msg)
+	st := builtin.NewStatus(t.Info.GetTaskId(), state, reason, msg)
 	if e.killedByHealthCheck && t.Killing {
 		st.Healthy = proto.Bool(false) // killed for failing its health check
 	}

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,62 +18,11 @@ import (
 
 const wait = 10 * time.Second
 
-// lockedBuffer collects the executor's log from its goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-type running struct {
-	sandbox string
-	exit    chan int
-	log     *lockedBuffer
-}
-
 // start runs Main in-process against the fake agent, as the agent would
 // launch `mezzo executor` for task-1.
-func start(t *testing.T, a *fakeagent.Agent, extraEnv ...string) *running {
+func start(t *testing.T, a *fakeagent.Agent, extraEnv ...string) *fakeagent.Running {
 	t.Helper()
-	r := &running{sandbox: t.TempDir(), exit: make(chan int, 1), log: &lockedBuffer{}}
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() { r.exit <- Main(ctx, a.Env("task-1", r.sandbox, extraEnv...), r.log) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-r.exit:
-		case <-time.After(wait):
-			t.Errorf("executor did not return after cancel")
-		}
-		if t.Failed() {
-			t.Logf("executor log:\n%s", r.log.String())
-		}
-	})
-	a.WaitSubscribed(t, 1, wait)
-	return r
-}
-
-func (r *running) waitExit(t *testing.T) int {
-	t.Helper()
-	select {
-	case code := <-r.exit:
-		r.exit <- code // let Cleanup see it too
-		return code
-	case <-time.After(wait):
-		t.Fatalf("executor did not exit; log:\n%s", r.log.String())
-	}
-	return -1
+	return a.Start(t, Main, "task-1", wait, extraEnv...)
 }
 
 func statesEqual(got []mesos.TaskState, want ...mesos.TaskState) bool {
@@ -94,7 +42,7 @@ func TestCommandFinished(t *testing.T) {
 	r := start(t, a)
 	a.Launch(fakeagent.Task("task-1", "/bin/true"))
 	st := a.WaitState(t, "task-1", mesos.TaskState_TASK_FINISHED, wait)
-	if code := r.waitExit(t); code != 0 {
+	if code := r.WaitExit(t); code != 0 {
 		t.Errorf("exit code %d, want 0", code)
 	}
 	if got := a.States("task-1"); !statesEqual(got, mesos.TaskState_TASK_STARTING, mesos.TaskState_TASK_RUNNING, mesos.TaskState_TASK_FINISHED) {
@@ -135,7 +83,7 @@ func TestCommandExitStatusAndSignal(t *testing.T) {
 			if st.GetMessage() != tt.msg {
 				t.Errorf("message %q, want %q", st.GetMessage(), tt.msg)
 			}
-			r.waitExit(t)
+			r.WaitExit(t)
 		})
 	}
 }
@@ -148,7 +96,7 @@ func TestCommandLaunchFailure(t *testing.T) {
 	if !strings.Contains(st.GetMessage(), "no-such-binary-xyz") {
 		t.Errorf("message %q should name the executable", st.GetMessage())
 	}
-	r.waitExit(t)
+	r.WaitExit(t)
 }
 
 func TestCommandKill(t *testing.T) {
@@ -156,10 +104,7 @@ func TestCommandKill(t *testing.T) {
 		t.Run(map[bool]string{false: "plain", true: "TASK_KILLING_STATE"}[killing], func(t *testing.T) {
 			a := fakeagent.New(t)
 			if killing {
-				a.FrameworkInfo = &mesos.FrameworkInfo{
-					User: proto.String("root"), Name: proto.String("fw"),
-					Capabilities: []*mesos.FrameworkInfo_Capability{{Type: mesos.FrameworkInfo_Capability_TASK_KILLING_STATE.Enum()}},
-				}
+				a.FrameworkInfo = fakeagent.KillingFramework()
 			}
 			r := start(t, a)
 			a.Launch(fakeagent.Task("task-1", "sleep 30"))
@@ -177,7 +122,7 @@ func TestCommandKill(t *testing.T) {
 			if got := a.States("task-1"); !statesEqual(got, want...) {
 				t.Errorf("states %v, want %v", got, want)
 			}
-			if code := r.waitExit(t); code != 0 {
+			if code := r.WaitExit(t); code != 0 {
 				t.Errorf("exit code %d", code)
 			}
 		})
@@ -190,7 +135,7 @@ func TestCommandKillEscalatesToSIGKILL(t *testing.T) {
 	r := start(t, a)
 	a.Launch(fakeagent.Task("task-1", `trap "" TERM; touch ready; sleep 30`))
 	a.WaitFor(t, wait, "the task to ignore SIGTERM", func() bool {
-		_, err := os.Stat(filepath.Join(r.sandbox, "ready"))
+		_, err := os.Stat(filepath.Join(r.Sandbox, "ready"))
 		return err == nil
 	})
 	a.Kill("task-1", 200*time.Millisecond)
@@ -198,7 +143,7 @@ func TestCommandKillEscalatesToSIGKILL(t *testing.T) {
 	if st.GetMessage() != "Command terminated with signal Killed" {
 		t.Errorf("message %q, want SIGKILL", st.GetMessage())
 	}
-	r.waitExit(t)
+	r.WaitExit(t)
 }
 
 func TestCommandEnvironmentAndSandbox(t *testing.T) {
@@ -210,13 +155,13 @@ func TestCommandEnvironmentAndSandbox(t *testing.T) {
 	}}
 	a.Launch(task)
 	a.WaitState(t, "task-1", mesos.TaskState_TASK_FINISHED, wait)
-	r.waitExit(t)
-	b, err := os.ReadFile(filepath.Join(r.sandbox, "out"))
+	r.WaitExit(t)
+	b, err := os.ReadFile(filepath.Join(r.Sandbox, "out"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	real, _ := filepath.EvalSymlinks(r.sandbox)
-	want := "from-task|kept|" + r.sandbox + "|" + real + "|none"
+	real, _ := filepath.EvalSymlinks(r.Sandbox)
+	want := "from-task|kept|" + r.Sandbox + "|" + real + "|none"
 	if string(b) != want {
 		t.Errorf("task saw %q, want %q", b, want)
 	}
@@ -224,10 +169,7 @@ func TestCommandEnvironmentAndSandbox(t *testing.T) {
 
 func TestCommandMaxCompletionTime(t *testing.T) {
 	a := fakeagent.New(t)
-	a.FrameworkInfo = &mesos.FrameworkInfo{
-		User: proto.String("root"), Name: proto.String("fw"),
-		Capabilities: []*mesos.FrameworkInfo_Capability{{Type: mesos.FrameworkInfo_Capability_TASK_KILLING_STATE.Enum()}},
-	}
+	a.FrameworkInfo = fakeagent.KillingFramework()
 	r := start(t, a)
 	task := fakeagent.Task("task-1", "sleep 30")
 	task.MaxCompletionTime = &mesos.DurationInfo{Nanoseconds: proto.Int64(int64(100 * time.Millisecond))}
@@ -240,7 +182,7 @@ func TestCommandMaxCompletionTime(t *testing.T) {
 	if got := a.States("task-1"); !statesEqual(got, mesos.TaskState_TASK_STARTING, mesos.TaskState_TASK_RUNNING, mesos.TaskState_TASK_FAILED) {
 		t.Errorf("states %v", got)
 	}
-	r.waitExit(t)
+	r.WaitExit(t)
 }
 
 func TestCommandShutdown(t *testing.T) {
@@ -250,7 +192,7 @@ func TestCommandShutdown(t *testing.T) {
 	a.WaitState(t, "task-1", mesos.TaskState_TASK_RUNNING, wait)
 	a.Shutdown()
 	a.WaitState(t, "task-1", mesos.TaskState_TASK_KILLED, wait)
-	if code := r.waitExit(t); code != 0 {
+	if code := r.WaitExit(t); code != 0 {
 		t.Errorf("exit code %d", code)
 	}
 }
@@ -267,7 +209,7 @@ func TestCommandSecondLaunchFails(t *testing.T) {
 	}
 	a.Kill("task-1", 0)
 	a.WaitState(t, "task-1", mesos.TaskState_TASK_KILLED, wait)
-	r.waitExit(t)
+	r.WaitExit(t)
 }
 
 // The executor stays until the agent has acknowledged the terminal update.
@@ -277,16 +219,14 @@ func TestCommandWaitsForTerminalAck(t *testing.T) {
 	r := start(t, a)
 	a.Launch(fakeagent.Task("task-1", "/bin/true"))
 	st := a.WaitState(t, "task-1", mesos.TaskState_TASK_FINISHED, wait)
-	select {
-	case code := <-r.exit:
+	if code, exited := r.ExitCode(); exited {
 		t.Fatalf("executor exited (%d) before the terminal update was acknowledged", code)
-	default:
 	}
 	a.Send(&executorpb.Event{
 		Type:         executorpb.Event_ACKNOWLEDGED.Enum(),
 		Acknowledged: &executorpb.Event_Acknowledged{TaskId: st.GetTaskId(), Uuid: st.GetUuid()},
 	})
-	if code := r.waitExit(t); code != 0 {
+	if code := r.WaitExit(t); code != 0 {
 		t.Errorf("exit code %d", code)
 	}
 }
@@ -305,7 +245,7 @@ func TestCommandAgentUnreachable(t *testing.T) {
 	a := fakeagent.New(t)
 	env := a.Env("task-1", t.TempDir())
 	a.Down()
-	var log lockedBuffer
+	var log fakeagent.LockedBuffer
 	done := make(chan int, 1)
 	go func() { done <- Main(context.Background(), env, &log) }()
 	select {

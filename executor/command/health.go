@@ -1,14 +1,10 @@
 package command
 
 import (
-	"context"
-	"os"
-
-	"google.golang.org/protobuf/proto"
-
 	mesos "mezzo/api/mesos"
 	"mezzo/executor"
 	"mezzo/executor/health"
+	"mezzo/executor/internal/builtin"
 	"mezzo/executor/internal/proc"
 )
 
@@ -22,24 +18,12 @@ import (
 // startHealthCheck runs the task's health check, if it has one. env is the
 // task's environment; the check runs in the sandbox.
 func (e *commandExecutor) startHealthCheck(c *executor.Client, task *mesos.TaskInfo, env []string) {
-	if task.HealthCheck == nil {
-		return
-	}
-	hc, err := health.New(task.GetHealthCheck(), health.Options{
-		Clock:  c.Clock(),
-		Env:    env,
-		Dir:    e.cfg.Sandbox,
-		Output: os.Stderr,
-	})
-	if err != nil {
-		// The master validates health checks; Mesos's executor only logs.
-		e.logf("not health checking task %s: %v", task.GetTaskId().GetValue(), err)
+	hc := builtin.NewChecker(c, task, env, e.cfg.Sandbox, e.logf)
+	if hc == nil {
 		return
 	}
 	e.checker = hc
-	hc.Start(context.Background(), func(r health.Result) {
-		c.Post(func() { e.healthResult(c, hc, r) })
-	})
+	builtin.StartChecker(c, hc, func(r health.Result) { e.healthResult(c, hc, r) })
 }
 
 // healthResult runs on the loop for each Result of checker hc.
@@ -50,20 +34,8 @@ func (e *commandExecutor) healthResult(c *executor.Client, hc *health.Checker, r
 	if e.checker != hc || t == nil || t.Exited || t.Killing {
 		return
 	}
-	if r.Healthy {
-		e.logf("task %s is healthy", t.ID())
-	} else {
-		e.logf("task %s is not healthy: %s (%d consecutive failures)", t.ID(), r.Message, r.ConsecutiveFailures)
-	}
-	st := &mesos.TaskStatus{
-		TaskId:  t.Info.GetTaskId(),
-		State:   mesos.TaskState_TASK_RUNNING.Enum(),
-		Reason:  mesos.TaskStatus_REASON_TASK_HEALTH_CHECK_STATUS_UPDATED.Enum(),
-		Healthy: proto.Bool(r.Healthy),
-	}
-	if _, err := c.Update(st); err != nil {
-		e.logf("%v", err)
-	}
+	builtin.LogResult(e.logf, t.ID(), r)
+	e.send(c, builtin.HealthStatus(t.Info.GetTaskId(), r.Healthy))
 	if r.KillTask {
 		e.logf("killing task %s after %d consecutive failed health checks", t.ID(), r.ConsecutiveFailures)
 		e.killedByHealthCheck = true

@@ -38,27 +38,13 @@ func httpHealthCheck(port uint32, failures uint32) *mesos.HealthCheck {
 	}
 }
 
-// healthUpdates are the task's health updates: TASK_RUNNING with healthy set.
-func healthUpdates(a *fakeagent.Agent, taskID string) []*mesos.TaskStatus {
-	var out []*mesos.TaskStatus
-	for _, st := range a.Updates() {
-		if st.GetTaskId().GetValue() == taskID && st.Healthy != nil && st.GetState() == mesos.TaskState_TASK_RUNNING {
-			out = append(out, st)
-		}
-	}
-	return out
-}
-
 // An HTTP health check that keeps failing gets the task killed after
 // consecutive_failures checks, as in Mesos: one unhealthy TASK_RUNNING per
 // failure, then TASK_KILLING (for frameworks that take it) and TASK_KILLED
 // with healthy=false.
 func TestCommandFailingHealthCheckKillsTask(t *testing.T) {
 	a := fakeagent.New(t)
-	a.FrameworkInfo = &mesos.FrameworkInfo{
-		User: proto.String("root"), Name: proto.String("fw"),
-		Capabilities: []*mesos.FrameworkInfo_Capability{{Type: mesos.FrameworkInfo_Capability_TASK_KILLING_STATE.Enum()}},
-	}
+	a.FrameworkInfo = fakeagent.KillingFramework()
 	r := start(t, a)
 	task := fakeagent.Task("task-1", "sleep 30")
 	task.HealthCheck = httpHealthCheck(healthServer(t, http.StatusInternalServerError), 3)
@@ -79,7 +65,7 @@ func TestCommandFailingHealthCheckKillsTask(t *testing.T) {
 	if got := a.States("task-1"); !statesEqual(got, want...) {
 		t.Errorf("states %v, want %v", got, want)
 	}
-	hs := healthUpdates(a, "task-1")
+	hs := a.HealthUpdates("task-1")
 	if len(hs) != 3 {
 		t.Fatalf("%d health updates, want 3", len(hs))
 	}
@@ -88,7 +74,7 @@ func TestCommandFailingHealthCheckKillsTask(t *testing.T) {
 			t.Errorf("health update %d: healthy=%v reason=%v", i, h.GetHealthy(), h.GetReason())
 		}
 	}
-	if code := r.waitExit(t); code != 0 {
+	if code := r.WaitExit(t); code != 0 {
 		t.Errorf("exit code %d", code)
 	}
 }
@@ -100,17 +86,17 @@ func TestCommandPassingHealthCheck(t *testing.T) {
 	task := fakeagent.Task("task-1", "sleep 30")
 	task.HealthCheck = httpHealthCheck(healthServer(t, http.StatusOK), 1)
 	a.Launch(task)
-	a.WaitFor(t, wait, "a healthy update", func() bool { return len(healthUpdates(a, "task-1")) > 0 })
+	a.WaitFor(t, wait, "a healthy update", func() bool { return len(a.HealthUpdates("task-1")) > 0 })
 	a.Kill("task-1", 0)
 	st := a.WaitState(t, "task-1", mesos.TaskState_TASK_KILLED, wait)
 	if st.Healthy != nil {
 		t.Errorf("terminal update of a healthy task has healthy=%v", st.GetHealthy())
 	}
-	hs := healthUpdates(a, "task-1")
+	hs := a.HealthUpdates("task-1")
 	if len(hs) != 1 || !hs[0].GetHealthy() || hs[0].GetReason() != mesos.TaskStatus_REASON_TASK_HEALTH_CHECK_STATUS_UPDATED {
 		t.Errorf("health updates %v, want one healthy", hs)
 	}
-	r.waitExit(t)
+	r.WaitExit(t)
 }
 
 // A COMMAND health check runs with the task's environment in the sandbox.
@@ -130,10 +116,10 @@ func TestCommandHealthCheckCommand(t *testing.T) {
 	}
 	a.Launch(task)
 	a.WaitFor(t, wait, "a healthy update", func() bool {
-		hs := healthUpdates(a, "task-1")
+		hs := a.HealthUpdates("task-1")
 		return len(hs) > 0 && hs[0].GetHealthy()
 	})
 	a.Kill("task-1", 0)
 	a.WaitState(t, "task-1", mesos.TaskState_TASK_KILLED, wait)
-	r.waitExit(t)
+	r.WaitExit(t)
 }

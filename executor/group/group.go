@@ -48,6 +48,7 @@ import (
 	mesos "mezzo/api/mesos"
 	"mezzo/executor"
 	"mezzo/executor/health"
+	"mezzo/executor/internal/builtin"
 	"mezzo/executor/internal/proc"
 )
 
@@ -68,15 +69,9 @@ type Options struct {
 // Main runs the default executor with the agent-provided environment and
 // returns the process exit code. Diagnostics go to stderr.
 func Main(ctx context.Context, environ []string, stderr io.Writer) int {
-	cfg, err := executor.ConfigFromEnv(environ)
-	if err != nil {
-		fmt.Fprintf(stderr, "mezzo default-executor: %v\n", err)
-		return 1
-	}
-	logf := func(format string, args ...any) {
-		fmt.Fprintf(stderr, "mezzo default-executor: "+format+"\n", args...)
-	}
-	return Run(ctx, cfg, Options{Executor: executor.Options{Logf: logf}})
+	return builtin.Main("mezzo default-executor", environ, stderr, func(cfg executor.Config, logf builtin.Logf) int {
+		return Run(ctx, cfg, Options{Executor: executor.Options{Logf: logf}})
+	})
 }
 
 // Run runs the default executor against the agent in cfg.
@@ -84,9 +79,7 @@ func Run(ctx context.Context, cfg executor.Config, opts Options) int {
 	if opts.AckTimeout <= 0 {
 		opts.AckTimeout = DefaultAckTimeout
 	}
-	if opts.Executor.Logf == nil {
-		opts.Executor.Logf = func(string, ...any) {}
-	}
+	opts.Executor.Logf = builtin.Discard(opts.Executor.Logf)
 	client := executor.NewClient(cfg, opts.Executor)
 	e := &groupExecutor{cfg: cfg, opts: opts, logf: opts.Executor.Logf, tasks: map[string]*member{}}
 	err := client.Run(ctx, e)
@@ -97,15 +90,7 @@ func Run(ctx context.Context, cfg executor.Config, opts Options) int {
 			_ = m.task.Proc.Signal(syscall.SIGKILL)
 		}
 	}
-	switch {
-	case err == nil:
-		return e.exitCode
-	case errors.Is(err, executor.ErrShutdownTimeout):
-		e.logf("shutdown grace period elapsed before all tasks ended")
-	default:
-		e.logf("%v", err)
-	}
-	return 1
+	return builtin.ExitCode(err, e.exitCode, e.logf, "shutdown grace period elapsed before all tasks ended")
 }
 
 // taskGroup is one LAUNCH_GROUP's tasks.
@@ -146,15 +131,7 @@ func (e *groupExecutor) loop(c *executor.Client) proc.Loop {
 }
 
 func (e *groupExecutor) update(c *executor.Client, taskID *mesos.TaskID, state mesos.TaskState, reason *mesos.TaskStatus_Reason, message string) {
-	e.send(c, newStatus(taskID, state, reason, message))
-}
-
-func newStatus(taskID *mesos.TaskID, state mesos.TaskState, reason *mesos.TaskStatus_Reason, message string) *mesos.TaskStatus {
-	st := &mesos.TaskStatus{TaskId: taskID, State: state.Enum(), Reason: reason}
-	if message != "" {
-		st.Message = proto.String(message)
-	}
-	return st
+	e.send(c, builtin.NewStatus(taskID, state, reason, message))
 }
 
 func (e *groupExecutor) send(c *executor.Client, st *mesos.TaskStatus) {
@@ -284,7 +261,7 @@ func (e *groupExecutor) terminate(c *executor.Client, m *member, state mesos.Tas
 	m.terminal = true
 	m.stopHealthCheck()
 	e.active--
-	st := newStatus(m.info.GetTaskId(), state, reason, msg)
+	st := builtin.NewStatus(m.info.GetTaskId(), state, reason, msg)
 	if e.unhealthy {
 		st.Healthy = proto.Bool(false) // a health check failure ended the executor's tasks
 	}

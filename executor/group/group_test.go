@@ -1,12 +1,9 @@
 package group
 
 import (
-	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,69 +15,9 @@ import (
 
 const wait = 10 * time.Second
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-type running struct {
-	sandbox string
-	exit    chan int
-	log     *lockedBuffer
-}
-
-func start(t *testing.T, a *fakeagent.Agent) *running {
+func start(t *testing.T, a *fakeagent.Agent) *fakeagent.Running {
 	t.Helper()
-	r := &running{sandbox: t.TempDir(), exit: make(chan int, 1), log: &lockedBuffer{}}
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() { r.exit <- Main(ctx, a.Env("default-ex", r.sandbox), r.log) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-r.exit:
-		case <-time.After(wait):
-			t.Errorf("executor did not return after cancel")
-		}
-		if t.Failed() {
-			t.Logf("executor log:\n%s", r.log.String())
-		}
-	})
-	a.WaitSubscribed(t, 1, wait)
-	return r
-}
-
-func (r *running) waitExit(t *testing.T) int {
-	t.Helper()
-	select {
-	case code := <-r.exit:
-		r.exit <- code
-		return code
-	case <-time.After(wait):
-		t.Fatalf("executor did not exit; log:\n%s", r.log.String())
-	}
-	return -1
-}
-
-func (r *running) exited() bool {
-	select {
-	case code := <-r.exit:
-		r.exit <- code
-		return true
-	default:
-		return false
-	}
+	return a.Start(t, Main, "default-ex", wait)
 }
 
 func last(a *fakeagent.Agent, id string) mesos.TaskState {
@@ -100,7 +37,7 @@ func TestGroupAllFinish(t *testing.T) {
 	)
 	a.WaitState(t, "a", mesos.TaskState_TASK_FINISHED, wait)
 	a.WaitState(t, "b", mesos.TaskState_TASK_FINISHED, wait)
-	if code := r.waitExit(t); code != 0 {
+	if code := r.WaitExit(t); code != 0 {
 		t.Errorf("exit code %d", code)
 	}
 	for _, id := range []string{"a", "b"} {
@@ -110,7 +47,7 @@ func TestGroupAllFinish(t *testing.T) {
 			t.Errorf("task %s states %v, want %v", id, got, want)
 		}
 	}
-	dir := filepath.Join(r.sandbox, "tasks", "a")
+	dir := filepath.Join(r.Sandbox, "tasks", "a")
 	for file, want := range map[string]string{"stdout": "out-a\n", "stderr": "err-a\n"} {
 		b, err := os.ReadFile(filepath.Join(dir, file))
 		if err != nil || string(b) != want {
@@ -137,7 +74,7 @@ func TestGroupFailureKillsOthers(t *testing.T) {
 		t.Errorf("message %q", st.GetMessage())
 	}
 	a.WaitState(t, "sleeper", mesos.TaskState_TASK_KILLED, wait)
-	if code := r.waitExit(t); code != 0 {
+	if code := r.WaitExit(t); code != 0 {
 		t.Errorf("exit code %d", code)
 	}
 }
@@ -146,10 +83,7 @@ func TestGroupFailureKillsOthers(t *testing.T) {
 // that understand it.
 func TestGroupKillOneKillsGroup(t *testing.T) {
 	a := fakeagent.New(t)
-	a.FrameworkInfo = &mesos.FrameworkInfo{
-		User: proto.String("root"), Name: proto.String("fw"),
-		Capabilities: []*mesos.FrameworkInfo_Capability{{Type: mesos.FrameworkInfo_Capability_TASK_KILLING_STATE.Enum()}},
-	}
+	a.FrameworkInfo = fakeagent.KillingFramework()
 	r := start(t, a)
 	a.LaunchGroup(fakeagent.Task("x", "sleep 30"), fakeagent.Task("y", "sleep 30"))
 	a.WaitState(t, "x", mesos.TaskState_TASK_RUNNING, wait)
@@ -163,7 +97,7 @@ func TestGroupKillOneKillsGroup(t *testing.T) {
 			t.Errorf("task %s states %v, want STARTING RUNNING KILLING KILLED", id, got)
 		}
 	}
-	r.waitExit(t)
+	r.WaitExit(t)
 }
 
 // Several groups share one executor; a failure in one leaves the other alone,
@@ -178,12 +112,12 @@ func TestGroupSeveralGroups(t *testing.T) {
 	if got := last(a, "g1-long"); got != mesos.TaskState_TASK_RUNNING {
 		t.Errorf("g1-long is %v; a failure in another group must not kill it", got)
 	}
-	if r.exited() {
+	if r.Exited() {
 		t.Fatal("executor exited while a task was still running")
 	}
 	a.Kill("g1-long", 0)
 	a.WaitState(t, "g1-long", mesos.TaskState_TASK_KILLED, wait)
-	r.waitExit(t)
+	r.WaitExit(t)
 }
 
 // A task that ignores SIGTERM is SIGKILLed after its kill policy's grace
@@ -195,7 +129,7 @@ func TestGroupKillEscalation(t *testing.T) {
 	task.KillPolicy = &mesos.KillPolicy{GracePeriod: &mesos.DurationInfo{Nanoseconds: proto.Int64(int64(150 * time.Millisecond))}}
 	a.LaunchGroup(task)
 	a.WaitFor(t, wait, "the task to ignore SIGTERM", func() bool {
-		_, err := os.Stat(filepath.Join(r.sandbox, "tasks", "stubborn", "ready"))
+		_, err := os.Stat(filepath.Join(r.Sandbox, "tasks", "stubborn", "ready"))
 		return err == nil
 	})
 	a.Kill("stubborn", -1)
@@ -203,7 +137,7 @@ func TestGroupKillEscalation(t *testing.T) {
 	if st.GetMessage() != "Command terminated with signal Killed" {
 		t.Errorf("message %q, want SIGKILL", st.GetMessage())
 	}
-	r.waitExit(t)
+	r.WaitExit(t)
 }
 
 func TestGroupShutdown(t *testing.T) {
@@ -215,7 +149,7 @@ func TestGroupShutdown(t *testing.T) {
 	a.Shutdown()
 	a.WaitState(t, "s1", mesos.TaskState_TASK_KILLED, wait)
 	a.WaitState(t, "s2", mesos.TaskState_TASK_KILLED, wait)
-	if code := r.waitExit(t); code != 0 {
+	if code := r.WaitExit(t); code != 0 {
 		t.Errorf("exit code %d", code)
 	}
 }
@@ -231,5 +165,5 @@ func TestGroupLaunchFailure(t *testing.T) {
 		t.Errorf("bad task: %q %v", st.GetMessage(), st.GetReason())
 	}
 	a.WaitState(t, "ok", mesos.TaskState_TASK_KILLED, wait)
-	r.waitExit(t)
+	r.WaitExit(t)
 }

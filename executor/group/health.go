@@ -1,14 +1,9 @@
 package group
 
 import (
-	"context"
-	"os"
-
-	"google.golang.org/protobuf/proto"
-
-	mesos "mezzo/api/mesos"
 	"mezzo/executor"
 	"mezzo/executor/health"
+	"mezzo/executor/internal/builtin"
 	"mezzo/executor/internal/proc"
 )
 
@@ -24,21 +19,7 @@ import (
 // newHealthCheck prepares the task's health check, if it has one; env and
 // dir are the task's environment and sandbox. It starts with startHealthCheck.
 func (e *groupExecutor) newHealthCheck(c *executor.Client, m *member, env []string, dir string) {
-	if m.info.HealthCheck == nil {
-		return
-	}
-	hc, err := health.New(m.info.GetHealthCheck(), health.Options{
-		Clock:  c.Clock(),
-		Env:    env,
-		Dir:    dir,
-		Output: os.Stderr,
-	})
-	if err != nil {
-		// The master validates health checks; Mesos's executor only logs.
-		e.logf("not health checking task %s: %v", m.info.GetTaskId().GetValue(), err)
-		return
-	}
-	m.checker = hc
+	m.checker = builtin.NewChecker(c, m.info, env, dir, e.logf)
 }
 
 func (e *groupExecutor) startHealthCheck(c *executor.Client, m *member) {
@@ -46,9 +27,7 @@ func (e *groupExecutor) startHealthCheck(c *executor.Client, m *member) {
 	if hc == nil {
 		return
 	}
-	hc.Start(context.Background(), func(r health.Result) {
-		c.Post(func() { e.healthResult(c, m, hc, r) })
-	})
+	builtin.StartChecker(c, hc, func(r health.Result) { e.healthResult(c, m, hc, r) })
 }
 
 // healthResult runs on the loop for each Result of m's checker hc.
@@ -61,17 +40,8 @@ func (e *groupExecutor) healthResult(c *executor.Client, m *member, hc *health.C
 		e.logf("ignoring health result for task %s: not connected to the agent", id)
 		return
 	}
-	if r.Healthy {
-		e.logf("task %s is healthy", id)
-	} else {
-		e.logf("task %s is not healthy: %s (%d consecutive failures)", id, r.Message, r.ConsecutiveFailures)
-	}
-	e.send(c, &mesos.TaskStatus{
-		TaskId:  m.info.GetTaskId(),
-		State:   mesos.TaskState_TASK_RUNNING.Enum(),
-		Reason:  mesos.TaskStatus_REASON_TASK_HEALTH_CHECK_STATUS_UPDATED.Enum(),
-		Healthy: proto.Bool(r.Healthy),
-	})
+	builtin.LogResult(e.logf, id, r)
+	e.send(c, builtin.HealthStatus(m.info.GetTaskId(), r.Healthy))
 	if r.KillTask {
 		e.logf("killing task %s after %d consecutive failed health checks", id, r.ConsecutiveFailures)
 		e.unhealthy = true

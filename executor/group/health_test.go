@@ -10,16 +10,6 @@ import (
 	"mezzo/executor/internal/fakeagent"
 )
 
-func healthUpdates(a *fakeagent.Agent, taskID string) []*mesos.TaskStatus {
-	var out []*mesos.TaskStatus
-	for _, st := range a.Updates() {
-		if st.GetTaskId().GetValue() == taskID && st.Healthy != nil && st.GetState() == mesos.TaskState_TASK_RUNNING {
-			out = append(out, st)
-		}
-	}
-	return out
-}
-
 // closedPort is a TCP port nothing listens on.
 func closedPort(t *testing.T) uint32 {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -56,7 +46,7 @@ func TestGroupFailingHealthCheckKillsGroup(t *testing.T) {
 			t.Errorf("task %s: terminal healthy=%v, want false", id, st.Healthy)
 		}
 	}
-	hs := healthUpdates(a, "checked")
+	hs := a.HealthUpdates("checked")
 	if len(hs) != 2 {
 		t.Fatalf("%d health updates, want 2", len(hs))
 	}
@@ -65,10 +55,10 @@ func TestGroupFailingHealthCheckKillsGroup(t *testing.T) {
 			t.Errorf("health update %d: healthy=%v reason=%v", i, h.GetHealthy(), h.GetReason())
 		}
 	}
-	if len(healthUpdates(a, "sibling")) != 0 {
+	if len(a.HealthUpdates("sibling")) != 0 {
 		t.Error("the unchecked sibling got health updates")
 	}
-	if code := r.waitExit(t); code != 0 {
+	if code := r.WaitExit(t); code != 0 {
 		t.Errorf("exit code %d", code)
 	}
 }
@@ -87,7 +77,7 @@ func TestGroupHealthCheckInTaskSandbox(t *testing.T) {
 	}
 	a.LaunchGroup(task)
 	a.WaitFor(t, wait, "a healthy update", func() bool {
-		hs := healthUpdates(a, "web")
+		hs := a.HealthUpdates("web")
 		return len(hs) > 0 && hs[0].GetHealthy()
 	})
 	a.Kill("web", 0)
@@ -95,5 +85,5 @@ func TestGroupHealthCheckInTaskSandbox(t *testing.T) {
 	if st.Healthy != nil {
 		t.Errorf("plain kill of a healthy task has healthy=%v", st.GetHealthy())
 	}
-	r.waitExit(t)
+	r.WaitExit(t)
 }

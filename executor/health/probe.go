@@ -8,9 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,6 +16,7 @@ import (
 	"time"
 
 	mesos "mezzo/api/mesos"
+	"mezzo/executor/internal/proc"
 )
 
 // The probes below run one check each and return nil when it passed, or an
@@ -120,7 +119,7 @@ func newCommandSpec(ci *mesos.CommandInfo, base []string, dir string, out io.Wri
 	s.argv = slices.Clone(s.argv)
 	s.path = ci.GetValue()
 	if !strings.Contains(s.path, "/") {
-		p, err := lookPath(s.path, env)
+		p, err := proc.LookPath(s.path, env)
 		if err != nil {
 			return commandSpec{}, fmt.Errorf("health_check.command.value: %w", err)
 		}
@@ -215,24 +214,4 @@ func mergeEnv(base []string, env *mesos.Environment) []string {
 		out = append(out, kv)
 	}
 	return out
-}
-
-// lookPath finds name in the PATH of env (not the executor's own PATH).
-func lookPath(name string, env []string) (string, error) {
-	pathVar := "/usr/local/bin:/usr/bin:/bin"
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			pathVar = v
-		}
-	}
-	for _, dir := range filepath.SplitList(pathVar) {
-		if dir == "" {
-			dir = "."
-		}
-		p := filepath.Join(dir, name)
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("executable %q not found in PATH %q", name, pathVar)
 }

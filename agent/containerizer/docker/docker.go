@@ -22,10 +22,6 @@ import (
 // inspection with `docker logs` and `docker inspect`.
 const DefaultRemoveDelay = 6 * time.Hour
 
-// maxTerminated bounds how many ended containers are remembered for late
-// Wait calls.
-const maxTerminated = 1024
-
 // Config configures a docker containerizer.
 type Config struct {
 	// Options are the containerizer options the agent gives every
@@ -79,8 +75,7 @@ type Docker struct {
 
 	mu         sync.Mutex
 	live       map[string]*ctr
-	terminated map[string]*ctr
-	order      []string // terminated IDs, oldest first
+	terminated containerizer.Terminated[*ctr]
 }
 
 var (
@@ -152,7 +147,7 @@ func New(cfg Config) (*Docker, error) {
 		client: cl, clock: c, log: log, runtimeDir: cfg.RuntimeDir, owner: owner,
 		sandboxDir: sd, removeDelay: rd, keepOrphans: cfg.KeepOrphans, enableCFS: cfg.EnableCFS,
 		bg: bg, cancel: cancel,
-		live: map[string]*ctr{}, terminated: map[string]*ctr{},
+		live: map[string]*ctr{},
 	}, nil
 }
 
@@ -201,7 +196,8 @@ func (d *Docker) lookup(id string) *ctr {
 	if c := d.live[id]; c != nil {
 		return c
 	}
-	return d.terminated[id]
+	c, _ := d.terminated.Get(id)
+	return c
 }
 
 // Destroy implements containerizer.Containerizer: the container's stop
@@ -213,7 +209,7 @@ func (d *Docker) Destroy(ctx context.Context, id string, grace time.Duration) er
 	d.mu.Lock()
 	c := d.live[id]
 	if c == nil {
-		_, known := d.terminated[id]
+		known := d.terminated.Has(id)
 		d.mu.Unlock()
 		if known {
 			return nil
@@ -288,7 +284,7 @@ func (d *Docker) Limitation(id string) (containerizer.Limitation, bool) {
 	defer d.mu.Unlock()
 	c := d.live[id]
 	if c == nil {
-		c = d.terminated[id]
+		c, _ = d.terminated.Get(id)
 	}
 	if c == nil || c.limitation == nil {
 		return containerizer.Limitation{}, false

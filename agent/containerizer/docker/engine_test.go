@@ -1,11 +1,7 @@
 package docker
 
 import (
-	"archive/tar"
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,7 +12,6 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -24,6 +19,7 @@ import (
 	"time"
 
 	"mezzo/agent/containerizer"
+	"mezzo/agent/containerizer/docker/dockertest"
 	"mezzo/api/mesos"
 
 	"google.golang.org/protobuf/proto"
@@ -72,30 +68,14 @@ func engine(t *testing.T) (*client, string) {
 	return c, testImage
 }
 
-// buildTestImage compiles testprog statically and builds the image from a
-// tar context through the engine's build endpoint.
+// buildTestImage builds the test image (dockertest.ImageSource) from its
+// tar context through the engine's build endpoint, with this package's
+// client.
 func buildTestImage(c *client) (string, error) {
-	dir, err := os.MkdirTemp("", "mezzo-docker-test")
+	tag, ctxTar, err := dockertest.ImageSource()
 	if err != nil {
 		return "", err
 	}
-	defer os.RemoveAll(dir)
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		goBin = "/usr/local/go/bin/go"
-	}
-	bin := filepath.Join(dir, "testprog")
-	cmd := exec.Command(goBin, "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "./testdata/testprog")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building testprog: %v\n%s", err, out)
-	}
-	prog, err := os.ReadFile(bin)
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(prog)
-	tag := "mezzo-test/httpserver:" + hex.EncodeToString(sum[:6])
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if ok, err := c.imagePresent(ctx, tag); err != nil {
@@ -104,23 +84,7 @@ func buildTestImage(c *client) (string, error) {
 		imageMade = true // left by an interrupted run: removed at the end
 		return tag, nil
 	}
-	var ctxTar bytes.Buffer
-	tw := tar.NewWriter(&ctxTar)
-	for _, f := range []struct {
-		name string
-		mode int64
-		data []byte
-	}{
-		{"Dockerfile", 0o644, []byte("FROM scratch\nCOPY testprog /testprog\nENTRYPOINT [\"/testprog\"]\n")},
-		{"testprog", 0o755, prog},
-	} {
-		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: f.mode, Size: int64(len(f.data))}); err != nil {
-			return "", err
-		}
-		tw.Write(f.data)
-	}
-	tw.Close()
-	resp, err := c.do(ctx, http.MethodPost, "/build", url.Values{"t": {tag}, "rm": {"1"}, "forcerm": {"1"}}, &ctxTar)
+	resp, err := c.do(ctx, http.MethodPost, "/build", url.Values{"t": {tag}, "rm": {"1"}, "forcerm": {"1"}}, ctxTar)
 	if err != nil {
 		return "", fmt.Errorf("building the test image: %w", err)
 	}

@@ -99,7 +99,7 @@ func (d *Docker) launch(ctx context.Context, s *spec) (containerizer.Container, 
 		return fail(err)
 	}
 	d.mu.Lock()
-	if d.live[s.containerID] != nil || d.terminated[s.containerID] != nil {
+	if d.live[s.containerID] != nil || d.terminated.Has(s.containerID) {
 		d.mu.Unlock()
 		return fail(containerizer.ErrDuplicate)
 	}

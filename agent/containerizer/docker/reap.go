@@ -95,12 +95,7 @@ func (d *Docker) finish(c *ctr, term containerizer.Termination) {
 	term.Limitation = c.limitation
 	c.term = term
 	delete(d.live, c.id)
-	d.terminated[c.id] = c
-	d.order = append(d.order, c.id)
-	for len(d.order) > maxTerminated {
-		delete(d.terminated, d.order[0])
-		d.order = d.order[1:]
-	}
+	d.terminated.Add(c.id, c)
 	d.mu.Unlock()
 	d.log.Info("container terminated", "container", c.id, "exit_code", term.ExitCode, "destroyed", term.Destroyed)
 	close(c.done)

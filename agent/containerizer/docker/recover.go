@@ -96,7 +96,7 @@ func (d *Docker) reattach(ctx context.Context, id, dockerID string) (containeriz
 		c.name = c.name[1:]
 	}
 	d.mu.Lock()
-	if d.live[id] != nil || d.terminated[id] != nil {
+	if d.live[id] != nil || d.terminated.Has(id) {
 		d.mu.Unlock()
 		return containerizer.Recovered{}, fmt.Errorf("recovering container %s: %w", id, containerizer.ErrDuplicate)
 	}

@@ -180,14 +180,18 @@ func commandLine(ci *mesos.CommandInfo, env []string) (string, []string, error) 
 	if len(argv) == 0 {
 		argv = []string{ci.GetValue()}
 	}
-	path, err := lookPath(ci.GetValue(), env)
+	path, err := LookPath(ci.GetValue(), env)
 	if err != nil {
 		return "", nil, err
 	}
 	return path, append([]string(nil), argv...), nil
 }
 
-func lookPath(name string, env []string) (string, error) {
+// LookPath finds name in the PATH of env (the task's, not the executor's
+// own; /usr/local/bin:/usr/bin:/bin when env sets none). A name with a
+// slash is a path already and is returned as is. The health checker uses it
+// too, so that a check resolves its command as the task would.
+func LookPath(name string, env []string) (string, error) {
 	if strings.Contains(name, "/") {
 		return name, nil
 	}

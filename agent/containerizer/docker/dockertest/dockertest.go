@@ -105,15 +105,20 @@ func RemoveImage() {
 	_ = call(ctx, http.MethodDelete, "/images/"+image, url.Values{"force": {"1"}}, nil, nil)
 }
 
-func buildImage() (string, error) {
+// ImageSource compiles the testprog binary statically and returns the test
+// image's tag (from the binary's hash, so a rebuilt testprog gets a new
+// image) and its build context: a tar of a FROM scratch Dockerfile and the
+// binary. Package docker's own tests build the image with it through the
+// containerizer's client; Image builds it through this package's.
+func ImageSource() (tag string, buildContext *bytes.Buffer, err error) {
 	_, self, _, ok := runtime.Caller(0)
 	if !ok {
-		return "", errors.New("dockertest: cannot locate the testprog sources")
+		return "", nil, errors.New("dockertest: cannot locate the testprog sources")
 	}
 	src := filepath.Join(filepath.Dir(self), "..", "testdata", "testprog")
 	dir, err := os.MkdirTemp("", "mezzo-dockertest")
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	defer os.RemoveAll(dir)
 	goBin, err := exec.LookPath("go")
@@ -125,19 +130,14 @@ func buildImage() (string, error) {
 	cmd.Dir = src
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("dockertest: building testprog: %v\n%s", err, out)
+		return "", nil, fmt.Errorf("dockertest: building testprog: %v\n%s", err, out)
 	}
 	prog, err := os.ReadFile(bin)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	sum := sha256.Sum256(prog)
-	tag := "mezzo-test/httpserver:" + hex.EncodeToString(sum[:6])
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	if call(ctx, http.MethodGet, "/images/"+tag+"/json", nil, nil, nil) == nil {
-		return tag, nil
-	}
+	tag = "mezzo-test/httpserver:" + hex.EncodeToString(sum[:6])
 	var tarCtx bytes.Buffer
 	tw := tar.NewWriter(&tarCtx)
 	for _, f := range []struct {
@@ -149,17 +149,30 @@ func buildImage() (string, error) {
 		{"testprog", 0o755, prog},
 	} {
 		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: f.mode, Size: int64(len(f.data))}); err != nil {
-			return "", err
+			return "", nil, err
 		}
 		if _, err := tw.Write(f.data); err != nil {
-			return "", err
+			return "", nil, err
 		}
 	}
 	if err := tw.Close(); err != nil {
+		return "", nil, err
+	}
+	return tag, &tarCtx, nil
+}
+
+func buildImage() (string, error) {
+	tag, tarCtx, err := ImageSource()
+	if err != nil {
 		return "", err
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if call(ctx, http.MethodGet, "/images/"+tag+"/json", nil, nil, nil) == nil {
+		return tag, nil
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost,
-		"http://docker/build?"+url.Values{"t": {tag}, "rm": {"1"}, "forcerm": {"1"}}.Encode(), &tarCtx)
+		"http://docker/build?"+url.Values{"t": {tag}, "rm": {"1"}, "forcerm": {"1"}}.Encode(), tarCtx)
 	if err != nil {
 		return "", err
 	}
