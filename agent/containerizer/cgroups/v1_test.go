@@ -270,13 +270,13 @@ func TestV1StatsOfBusyProcess(t *testing.T) {
 	cmd := helper("busy")
 	startIn(t, m, id, res(1.5, 64), cmd, CPU, Memory)
 	var s *Statistics
-	pollUntil(t, 15*time.Second, "cpu time in the statistics", func() bool {
+	pollUntil(t, 30*time.Second, "cpu time in the statistics", func() bool {
 		var err error
 		s, err = m.Stats(id, time.Unix(1700000000, 500000000))
 		if err != nil {
 			t.Fatal(err)
 		}
-		return s.CPUsUserTimeSecs+s.CPUsSystemTimeSecs >= 0.1
+		return s.CPUsUserTimeSecs+s.CPUsSystemTimeSecs >= 0.02 // non-zero, even on a loaded machine
 	})
 	if s.Timestamp != 1700000000.5 {
 		t.Errorf("timestamp = %v", s.Timestamp)
