@@ -44,11 +44,15 @@ type state struct {
 	completed    []*FrameworkView
 	completedIDs map[string]bool
 
-	agents      map[string]*agent
-	unreachable map[string]*unreachableAgent
-	gone        map[string]bool
+	agents map[string]*agent
+	// agentIDCache is agents' IDs, sorted; nil when stale (agentIDs).
+	agentIDCache []string
+	unreachable  map[string]*unreachableAgent
+	gone         map[string]bool
 
 	offers map[string]*offer
+	// deadlines indexes agent pings and offer expiries (deadlines.go).
+	deadlines deadlineHeap
 
 	nextFramework int
 	nextAgent     int

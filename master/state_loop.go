@@ -30,15 +30,13 @@ func (s *state) advance(now time.Time) {
 		s.expectedAgentsTimedOut(now)
 	}
 	defer s.runRemovals(now)
-	var expired []*offer
-	for _, o := range s.offers {
-		if !o.expires.IsZero() && !now.Before(o.expires) {
-			expired = append(expired, o)
-		}
-	}
+	dueAgents, expired := s.dueDeadlines(now)
 	sort.Slice(expired, func(i, j int) bool { return expired[i].id < expired[j].id })
 	for _, o := range expired {
-		s.rescindOffer(o, true)
+		// An earlier rescind in this pass may have removed it.
+		if s.offers[o.id] == o {
+			s.rescindOffer(o, true)
+		}
 	}
 
 	var failed []*framework
@@ -53,15 +51,13 @@ func (s *state) advance(now time.Time) {
 		s.removeFramework(fw, now)
 	}
 
-	ids := make([]string, 0, len(s.agents))
-	for id, a := range s.agents {
-		if !a.nextPing.IsZero() && !now.Before(a.nextPing) {
-			ids = append(ids, id)
+	sort.Slice(dueAgents, func(i, j int) bool { return dueAgents[i].id < dueAgents[j].id })
+	for _, a := range dueAgents {
+		// Removing a framework above must not have removed the agent,
+		// but check rather than ping a stale one.
+		if s.agents[a.id] == a {
+			s.pingAgent(a, now)
 		}
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
-		s.pingAgent(s.agents[id], now)
 	}
 }
 
@@ -74,7 +70,7 @@ func (s *state) pingAgent(a *agent, now time.Time) {
 		if a.pongPending || !a.connected {
 			a.misses++
 			if a.misses >= s.cfg.MaxAgentPingTimeouts {
-				a.nextPing = time.Time{}
+				s.setNextPing(a, time.Time{})
 				s.queueRemoval(a.id, func(now time.Time) {
 					if s.agents[a.id] == a && a.misses >= s.cfg.MaxAgentPingTimeouts {
 						s.markUnreachable(a, "health check timed out", now)
@@ -83,7 +79,7 @@ func (s *state) pingAgent(a *agent, now time.Time) {
 				return
 			}
 		}
-		a.nextPing = a.nextPing.Add(s.cfg.AgentPingTimeout)
+		s.setNextPing(a, a.nextPing.Add(s.cfg.AgentPingTimeout))
 		if a.connected {
 			a.pingSeq++
 			a.pongPending = true
@@ -102,15 +98,11 @@ func (s *state) nextDeadline() time.Time {
 			next = t
 		}
 	}
-	for _, o := range s.offers {
-		consider(o.expires)
-	}
 	for _, fw := range s.frameworks {
 		consider(fw.failoverAt)
 	}
-	for _, a := range s.agents {
-		consider(a.nextPing)
-	}
+	// Agent pings and offer expiries (deadlines.go).
+	consider(s.nextIndexedDeadline())
 	consider(s.reregisterDeadline)
 	consider(s.removalDeadline())
 	return next

@@ -44,7 +44,7 @@ func (s *state) allocated(fwID string, offers allocator.Offers, now time.Time) {
 			}
 			o := &offer{id: s.newOfferID(), fwID: fwID, agentID: agentID, role: role, res: res}
 			if s.cfg.OfferTimeout > 0 {
-				o.expires = now.Add(s.cfg.OfferTimeout)
+				s.setOfferExpiry(o, now.Add(s.cfg.OfferTimeout))
 			}
 			o.proto = s.offerProto(o, fw, a)
 			s.offers[o.id] = o
