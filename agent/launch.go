@@ -151,7 +151,7 @@ func (a *Agent) launch(fw *framework, info *mesos.ExecutorInfo, kind executorKin
 	}
 	for _, ti := range tasks {
 		e.addTask(ti, fw.id, a.agentID)
-		if err := a.meta.checkpointTask(a.agentID, fw.id, e.id, e.containerID, ti); err != nil {
+		if err := a.meta.checkpointTask(a.agentID, fw.id, e.id, e.containerID, ti, !cacheOnly(fw, a.bootID)); err != nil {
 			a.log.Error("checkpointing task", "framework", fw.id, "task", ti.GetTaskId().GetValue(), "err", err)
 		}
 	}
@@ -249,12 +249,14 @@ func (a *Agent) newExecutor(fw *framework, info *mesos.ExecutorInfo, kind execut
 		return nil
 	}
 	runs := filepath.Dir(e.directory)
-	if err := symlinkAtomic(cid, filepath.Join(runs, "latest")); err != nil {
+	// The sandbox's runs/latest is a convenience for people browsing the
+	// work directory; nothing recovers from it, so it is not fsynced.
+	if err := symlinkAtomic(cid, filepath.Join(runs, "latest"), false); err != nil {
 		a.log.Warn("linking runs/latest", "dir", runs, "err", err)
 	}
 	// Checkpointed before the container starts, so that a restarted agent
 	// knows every container it may find running.
-	if err := a.meta.checkpointExecutor(a.agentID, fw.id, info, kind, cid); err != nil {
+	if err := a.meta.checkpointExecutor(a.agentID, fw.id, info, kind, cid, !cacheOnly(fw, a.bootID)); err != nil {
 		a.log.Error("checkpointing executor", "framework", fw.id, "executor", e.id, "err", err)
 	}
 	a.attachSandbox(e)

@@ -77,8 +77,9 @@ func safeName(id string) string {
 	return id
 }
 
-// symlinkAtomic points link at target, replacing any previous link.
-func symlinkAtomic(target, link string) error {
+// symlinkAtomic points link at target, replacing any previous link; with
+// sync the directory is fsynced so that the new link survives a host crash.
+func symlinkAtomic(target, link string, sync bool) error {
 	dir := filepath.Dir(link)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -92,7 +93,43 @@ func symlinkAtomic(target, link string) error {
 		os.Remove(tmp)
 		return err
 	}
+	if !sync {
+		return nil
+	}
 	return atomicfile.SyncDir(dir)
+}
+
+// writeFile replaces path with data atomically (temp file and rename), so
+// that a crash of the agent process leaves the old or the new content.
+// With sync it is also durable across a host crash (atomicfile.WriteFile's
+// fsyncs). Without, a host crash may lose or truncate the file; the
+// records written so (see cacheOnly) are then never read, because a host
+// crash changes the boot id and recoverMeta discards the whole checkpoint.
+func writeFile(path string, data []byte, sync bool) error {
+	if sync {
+		return atomicfile.WriteFile(path, data)
+	}
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("checkpointing %s: %w", path, err)
+	}
+	return nil
 }
 
 // checkpointMagic starts every protobuf checkpoint file. The frame is
@@ -146,11 +183,16 @@ func unframeCheckpoint(b []byte) ([]byte, error) {
 }
 
 func writeProto(path string, m proto.Message) error {
+	return writeProtoSync(path, m, true)
+}
+
+// writeProtoSync is writeProto, durable across a host crash only with sync.
+func writeProtoSync(path string, m proto.Message, sync bool) error {
 	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
 	if err != nil {
 		return err
 	}
-	return atomicfile.WriteFile(path, frameCheckpoint(b))
+	return writeFile(path, frameCheckpoint(b), sync)
 }
 
 // readProto reads a framed protobuf file. A missing file is returned as
@@ -177,7 +219,7 @@ func (m metaDir) checkpointAgent(info *mesos.AgentInfo, bootID string, epoch uin
 	if err := writeProto(m.agentInfoPath(id), info); err != nil {
 		return err
 	}
-	if err := symlinkAtomic(safeName(id), m.latestPath()); err != nil {
+	if err := symlinkAtomic(safeName(id), m.latestPath(), true); err != nil {
 		return err
 	}
 	if bootID != "" {
@@ -205,25 +247,39 @@ func removeAll(path string) error { return os.RemoveAll(path) }
 // executorKindName names an executorKind in executor.kind.
 var executorKindName = map[executorKind]string{kindCustom: "custom", kindCommand: "command", kindDefault: "default"}
 
+// cacheOnly reports whether an executor's and its tasks' records may skip
+// the fsyncs (they are still replaced atomically): for a framework that
+// does not checkpoint, when the agent knows the host's boot id. Those
+// records only let a restarted agent process find the executors to kill
+// and report their tasks; after a host crash, the one case an fsync
+// guards against, the boot id differs and recoverMeta reads none of them.
+// The fsyncs were about half of the agent's work per launched task
+// (docs/benchmarks-launch.md). Checkpointing frameworks keep them.
+func cacheOnly(fw *framework, bootID string) bool {
+	return !fw.checkpoint() && bootID != ""
+}
+
 // checkpointExecutor records an executor and its new container before the
-// container is launched.
-func (m metaDir) checkpointExecutor(agentID, fwID string, info *mesos.ExecutorInfo, kind executorKind, containerID string) error {
+// container is launched; durable across a host crash only with sync.
+func (m metaDir) checkpointExecutor(agentID, fwID string, info *mesos.ExecutorInfo, kind executorKind, containerID string, sync bool) error {
 	dir := m.executorDir(agentID, fwID, info.GetExecutorId().GetValue())
-	if err := writeProto(filepath.Join(dir, "executor.info"), info); err != nil {
+	if err := writeProtoSync(filepath.Join(dir, "executor.info"), info, sync); err != nil {
 		return err
 	}
-	if err := atomicfile.WriteFile(filepath.Join(dir, "executor.kind"), []byte(executorKindName[kind]+"\n")); err != nil {
+	if err := writeFile(filepath.Join(dir, "executor.kind"), []byte(executorKindName[kind]+"\n"), sync); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(filepath.Join(dir, "runs", safeName(containerID)), 0o755); err != nil {
 		return err
 	}
-	return symlinkAtomic(safeName(containerID), filepath.Join(dir, "runs", "latest"))
+	return symlinkAtomic(safeName(containerID), filepath.Join(dir, "runs", "latest"), sync)
 }
 
-func (m metaDir) checkpointTask(agentID, fwID, execID, containerID string, info *mesos.TaskInfo) error {
+// checkpointTask records a task of an executor; durable across a host
+// crash only with sync.
+func (m metaDir) checkpointTask(agentID, fwID, execID, containerID string, info *mesos.TaskInfo, sync bool) error {
 	dir := m.taskDir(agentID, fwID, execID, containerID, info.GetTaskId().GetValue())
-	return writeProto(filepath.Join(dir, "task.info"), info)
+	return writeProtoSync(filepath.Join(dir, "task.info"), info, sync)
 }
 
 func (m metaDir) removeTask(agentID, fwID, execID, containerID, taskID string) error {
