@@ -195,6 +195,12 @@ func (m *Master) call(ctx context.Context, fn func(s *state, now time.Time) erro
 	if !ok {
 		return ErrStopped
 	}
+	return m.await(ctx, reply)
+}
+
+// await waits for a loop event's reply, the caller giving up, or the
+// master stopping (a reply already sent still wins).
+func (m *Master) await(ctx context.Context, reply <-chan error) error {
 	select {
 	case err := <-reply:
 		return err
@@ -259,21 +265,31 @@ func (m *Master) AllocatorRescind(frameworkID, agentID string, r resources.Resou
 // new subscription's event stream. The first queued event is SUBSCRIBED
 // (then HEARTBEAT), or ERROR followed by the end of the stream.
 func (m *Master) Subscribe(ctx context.Context, call *schedulerpb.Call) (*FrameworkStream, error) {
-	var st *FrameworkStream
+	return openStream(ctx, m, func(s *state, now time.Time) (*FrameworkStream, error) {
+		return s.subscribe(call.GetSubscribe(), now)
+	})
+}
+
+// openStream runs open on the loop as a leader call and returns the stream
+// it made. If the stream was made but the caller gave up waiting, nobody
+// will drain it: it is closed (on the loop, which made it).
+func openStream[S interface{ Close() }](ctx context.Context, m *Master, open func(*state, time.Time) (S, error)) (S, error) {
+	var st S
+	made := false
 	err := m.leaderCall(ctx, func(s *state, now time.Time) error {
 		var err error
-		st, err = s.subscribe(call.GetSubscribe(), now)
+		st, err = open(s, now)
+		made = err == nil
 		return err
 	})
 	if err != nil {
-		// If the subscription was made but the caller gave up waiting,
-		// nobody will drain it: end it (on the loop, which set st).
-		m.post(func(s *state, now time.Time) {
-			if st != nil {
+		m.post(func(*state, time.Time) {
+			if made {
 				st.Close()
 			}
 		})
-		return nil, err
+		var zero S
+		return zero, err
 	}
 	return st, nil
 }
@@ -304,21 +320,9 @@ func (m *Master) Teardown(frameworkID string) error {
 // carries SUBSCRIBED once the registrar has admitted the agent, or
 // SHUTDOWN / ERROR followed by the end of the stream.
 func (m *Master) SubscribeAgent(ctx context.Context, call *protocol.AgentCall) (*AgentStream, error) {
-	var st *AgentStream
-	err := m.leaderCall(ctx, func(s *state, now time.Time) error {
-		var err error
-		st, err = s.agentSubscribe(call.GetSubscribe(), now)
-		return err
+	return openStream(ctx, m, func(s *state, now time.Time) (*AgentStream, error) {
+		return s.agentSubscribe(call.GetSubscribe(), now)
 	})
-	if err != nil {
-		m.post(func(s *state, now time.Time) {
-			if st != nil {
-				st.Close()
-			}
-		})
-		return nil, err
-	}
-	return st, nil
 }
 
 // AgentCall applies a non-SUBSCRIBE agent-protocol call.

@@ -873,19 +873,7 @@ func (m *Master) callAsync(ctx context.Context, fn func(s *state, now time.Time,
 	if !ok {
 		return ErrStopped
 	}
-	select {
-	case err := <-reply:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-m.done:
-		select {
-		case err := <-reply:
-			return err
-		default:
-			return ErrStopped
-		}
-	}
+	return m.await(ctx, reply)
 }
 
 // MarkAgentGone handles the operator's MARK_AGENT_GONE: the agent is
