@@ -130,18 +130,10 @@ func (r *MemoryRegistrar) MarkUnreachable(agentID string, at time.Time, done fun
 	})
 }
 
-// MarkReachable implements Registrar.
+// MarkReachable implements Registrar. In memory it is a readmission: the
+// agent leaves the unreachable set and is admitted again.
 func (r *MemoryRegistrar) MarkReachable(info *mesos.AgentInfo, done func(error)) {
-	id := info.GetId().GetValue()
-	info = proto.Clone(info).(*mesos.AgentInfo)
-	r.apply(done, func() error {
-		if r.gone[id] {
-			return ErrAgentGone
-		}
-		delete(r.unreachable, id)
-		r.admitted[id] = info
-		return nil
-	})
+	r.Readmit(info, done)
 }
 
 // Remove implements Registrar.
