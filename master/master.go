@@ -23,6 +23,12 @@ type Master struct {
 	mbox  *queue[event]
 	snap  atomic.Pointer[Snapshot]
 	s     *state // owned by the loop goroutine once Start is called
+	// stale says the state changed since snap was built; wantSnap asks the
+	// loop for a build and published is closed (and replaced) after each
+	// (publish.go).
+	stale     atomic.Bool
+	wantSnap  chan struct{}
+	published atomic.Pointer[chan struct{}]
 
 	stop chan struct{}
 	done chan struct{}
@@ -53,6 +59,7 @@ func New(cfg Config) (*Master, error) {
 		done:       make(chan struct{}),
 		regFailed:  make(chan struct{}, 1),
 		followDone: make(chan struct{}),
+		wantSnap:   make(chan struct{}, 1),
 	}
 	if cfg.Election != nil {
 		cfg.Registrar = &failureWatch{Registrar: cfg.Registrar, failed: m.regFailed}
@@ -86,8 +93,9 @@ func New(cfg Config) (*Master, error) {
 		m.s.leader = nil
 	}
 	m.snap.Store(m.s.snapshot(now))
-	ch := make(chan struct{})
-	m.leaderChanged.Store(&ch)
+	m.s.dirty = false
+	m.leaderChanged.Store(newSignal())
+	m.published.Store(newSignal())
 	return m, nil
 }
 
@@ -125,12 +133,26 @@ func (m *Master) Stop() {
 func (m *Master) Config() Config { return m.cfg }
 
 // Info returns this master's MasterInfo.
-func (m *Master) Info() *mesos.MasterInfo { return m.Snapshot().Info }
+func (m *Master) Info() *mesos.MasterInfo { return m.LastPublished().Info }
 
-// Snapshot returns the latest published view of the state. It never blocks.
-func (m *Master) Snapshot() *Snapshot { return m.snap.Load() }
+// Snapshot returns a view of the state that includes every change made
+// before the call, building one on the loop if the last published view is
+// stale (publish.go). It waits for the loop, so code on the loop must not
+// call it.
+func (m *Master) Snapshot() *Snapshot {
+	if m.stale.Load() {
+		m.want()
+	}
+	return m.snap.Load()
+}
 
-// AwaitLeader returns the latest snapshot once this master leads or knows
+// LastPublished returns the last snapshot built without asking for a new
+// one: it never blocks. Its leadership fields (Elected, Leader) are always
+// current, since a change of leadership is published at once; the rest
+// may be stale.
+func (m *Master) LastPublished() *Snapshot { return m.snap.Load() }
+
+// AwaitLeader returns the last published snapshot once this master leads or knows
 // a leader, or when d has passed or ctx ends (whichever is first). The
 // HTTP layer uses it to hold a request that arrives during an election
 // instead of answering 503 at once.
@@ -139,18 +161,18 @@ func (m *Master) AwaitLeader(ctx context.Context, d time.Duration) *Snapshot {
 	defer timer.Stop()
 	for {
 		ch := *m.leaderChanged.Load()
-		snap := m.Snapshot()
+		snap := m.LastPublished()
 		if snap.Elected || snap.Leader != nil {
 			return snap
 		}
 		select {
 		case <-ch:
 		case <-timer.C:
-			return m.Snapshot()
+			return m.LastPublished()
 		case <-ctx.Done():
-			return m.Snapshot()
+			return m.LastPublished()
 		case <-m.done:
-			return m.Snapshot()
+			return m.LastPublished()
 		}
 	}
 }
@@ -184,13 +206,13 @@ func (m *Master) leaderCall(ctx context.Context, fn func(s *state, now time.Time
 	})
 }
 
-// call runs fn on the loop and returns its result once the snapshot that
-// reflects it is published.
+// call runs fn on the loop and returns its result at the end of the loop
+// iteration, when a Snapshot() would show its change.
 func (m *Master) call(ctx context.Context, fn func(s *state, now time.Time) error) error {
 	reply := make(chan error, 1)
 	ok := m.mbox.push(func(s *state, now time.Time) {
 		err := fn(s, now)
-		s.afterPublish(func() { reply <- err })
+		s.afterBatch(func() { reply <- err })
 	})
 	if !ok {
 		return ErrStopped
@@ -227,12 +249,16 @@ func (m *Master) run() {
 		case <-m.stop:
 			m.s.shutdown()
 			m.mbox.close()
+			// Readers after Stop get the final state.
+			m.publish(m.cfg.Clock.Now())
 			// Answer callers still waiting: their events will never run.
 			return
 		case <-m.mbox.ready:
 		case <-timer.C():
 		case <-m.pub.timerC():
 			m.pub.armed = false
+		case <-m.wantSnap:
+			m.pub.wanted = true
 		}
 		now := m.cfg.Clock.Now()
 		events, _ := m.mbox.drain()
@@ -240,7 +266,7 @@ func (m *Master) run() {
 			ev(m.s, now)
 		}
 		m.s.advance(now)
-		// Publish now or later (publish.go); replies wait for it.
+		// Mark the snapshot stale, publish if due (publish.go), reply.
 		m.publishDue(now)
 		if next := m.s.nextDeadline(); next.IsZero() {
 			timer.Stop()

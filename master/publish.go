@@ -5,22 +5,27 @@ import (
 	"time"
 )
 
-// Snapshot publication is throttled by its own cost. Building a Snapshot
-// is a pass over every framework, agent, task and role, so with thousands
-// of tasks or agents one build costs milliseconds; rebuilding after every
-// batch made the loop spend most of its time building views nobody reads
-// between two events (~15 ms per status update at 1,000 live tasks). The
-// loop therefore publishes at once only when the last build ended long
-// enough ago (publishCostFactor times its duration while events are
-// waiting, idleCostFactor times it when the loop has caught up);
-// otherwise it keeps applying events and publishes when that time comes,
-// so under a steady stream of events building takes at most about
-// 1/(1+publishCostFactor) of the loop's time whatever the state's size.
-// Replies wait for the publish (afterPublish), so a caller still sees its
-// change in Snapshot() once its call returns; a burst of calls shares one
-// build. Changes to Elected or Leader are published at once (307/503
-// answers and AwaitLeader depend on them). Cheap builds (a small state,
-// tests with a fake clock) defer by microseconds at most.
+// Snapshots are built on demand. Building a Snapshot is a pass over every
+// framework, agent, task and role, so with thousands of tasks or agents
+// one build costs milliseconds; rebuilding after every batch made the loop
+// spend most of its time building views nobody read (~15 ms per status
+// update at 1,000 live tasks, half of a new leader's loop while 10,000
+// agents re-register). So the loop only marks the published snapshot stale
+// at the end of an iteration that changed the state, and builds a new one
+// when a reader asks for it (Snapshot), when leadership changed (Elected
+// and Leader decide 307/503 answers and AwaitLeader, so they are always
+// current in the published snapshot: LastPublished), or when the master
+// stops. The stale mark is set before the iteration's replies are
+// released, so a caller whose call returned and then reads Snapshot()
+// always sees its change.
+//
+// Builds requested by readers are still throttled by their own cost: the
+// loop builds at once only when the last build ended long enough ago
+// (publishCostFactor times its duration while events are waiting,
+// idleCostFactor times it when the loop has caught up), so a crowd of
+// readers (web UIs polling /master/state) costs at most about
+// 1/(1+publishCostFactor) of the loop's time whatever the state's size; a
+// burst of readers shares one build.
 //
 // Durations here are real, monotonic time (time.Now), not the injected
 // clock: they measure CPU work, which a fake clock cannot advance.
@@ -29,15 +34,16 @@ const (
 	// build before the next one (3: building takes at most ~25%).
 	publishCostFactor = 3
 	// idleCostFactor replaces publishCostFactor when no event is waiting:
-	// building then delays no event, and callers waiting for the publish
-	// are often the only source of the next events (agents re-registering
-	// a bounded number at a time), so idling the loop would only slow
-	// them down. Not 0: the build still takes CPU from the rest of the
-	// process (agent, HTTP, executors in `mezzo bench launch`).
+	// building then delays no event. Not 0: the build still takes CPU from
+	// the rest of the process.
 	idleCostFactor = 1
-	// maxPublishDelay bounds how long a change (and the replies waiting
-	// for it) can wait for its snapshot, even when builds are very slow.
+	// maxPublishDelay bounds how long a reader can wait for a throttled
+	// build, even when builds are very slow.
 	maxPublishDelay = 250 * time.Millisecond
+	// maxSnapshotWait bounds how long Snapshot waits for the loop to
+	// build; past it (a wedged loop) the reader gets the last published
+	// snapshot rather than hanging.
+	maxSnapshotWait = 5 * time.Second
 )
 
 // publisher is the loop's bookkeeping for throttled publication. Only the
@@ -52,7 +58,9 @@ type publisher struct {
 	maxDelay time.Duration
 	timer    *time.Timer
 	armed    bool
-	builds   atomic.Int64 // snapshots built for publication
+	// wanted says a reader asked for a fresh snapshot (Master.want).
+	wanted bool
+	builds atomic.Int64 // snapshots built for publication
 }
 
 // delay is how long publication must still wait at real time t; idle
@@ -104,29 +112,38 @@ func (p *publisher) disarm() {
 	}
 }
 
-// publishDue runs at the end of every loop iteration: it publishes the
-// state if it changed and either the leadership fields changed (they
-// decide 307/503 answers and AwaitLeader, so they never wait) or enough
-// time has passed since the last build; else it arms the deferred publish.
-// Replies (afterPublish) are released only when no change is unpublished.
+// publishDue runs at the end of every loop iteration: if the state
+// changed it marks the published snapshot stale, and publishes at once if
+// the leadership fields changed or, throttled, if a reader asked for it.
+// Then it releases the iteration's replies (afterBatch): after the stale
+// mark, so their callers' next Snapshot() builds one showing their change.
 func (m *Master) publishDue(now time.Time) {
 	s, p := m.s, &m.pub
 	if s.dirty {
+		m.stale.Store(true)
 		prev := m.snap.Load()
 		leaderMoved := s.leading != prev.Elected || s.leader != prev.Leader
-		if d := p.delay(time.Now(), !m.mbox.pending()); !leaderMoved && d > 0 {
-			p.arm(d)
-			return
+		if leaderMoved {
+			m.publish(now)
+		} else if p.wanted {
+			if d := p.delay(time.Now(), !m.mbox.pending()); d > 0 {
+				p.arm(d)
+			} else {
+				m.publish(now)
+			}
 		}
-		m.publish(now)
 	}
-	s.runAfterPublish()
+	if !s.dirty {
+		p.wanted = false
+	}
+	s.runAfterBatch()
 }
 
 // publish builds and stores the snapshot of the current state.
 func (m *Master) publish(now time.Time) {
 	p := &m.pub
 	p.disarm()
+	p.wanted = false
 	prev := m.snap.Load()
 	start := time.Now()
 	snap := m.s.snapshot(now)
@@ -135,10 +152,42 @@ func (m *Master) publish(now time.Time) {
 	p.builds.Add(1)
 	m.snap.Store(snap)
 	m.s.dirty = false
+	m.stale.Store(false)
+	close(*m.published.Swap(newSignal()))
 	if snap.Elected != prev.Elected || snap.Leader != prev.Leader {
-		ch := make(chan struct{})
-		close(*m.leaderChanged.Swap(&ch))
+		close(*m.leaderChanged.Swap(newSignal()))
 	}
+}
+
+// want asks the loop to publish a fresh snapshot and waits until it has,
+// the loop has ended, or maxSnapshotWait passed.
+func (m *Master) want() {
+	timer := time.NewTimer(maxSnapshotWait)
+	defer timer.Stop()
+	for {
+		// Load the signal before checking staleness: a publish in
+		// between closes it, so the wait below cannot miss it.
+		published := *m.published.Load()
+		if !m.stale.Load() {
+			return
+		}
+		select {
+		case m.wantSnap <- struct{}{}:
+		default: // a request is pending already
+		}
+		select {
+		case <-published:
+		case <-m.done:
+			return
+		case <-timer.C:
+			return
+		}
+	}
+}
+
+func newSignal() *chan struct{} {
+	ch := make(chan struct{})
+	return &ch
 }
 
 // stopPublisher releases the deferred-publish timer when the loop ends.

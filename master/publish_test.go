@@ -2,7 +2,6 @@ package master
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -47,9 +46,9 @@ func taskState(s *Snapshot, id string) mesos.TaskState {
 	return -1
 }
 
-// A burst of concurrent status updates shares a few snapshot builds, and
-// every caller still sees its own update in Snapshot() once its call
-// returns.
+// A burst of concurrent status updates, each followed by a read, shares a
+// few snapshot builds, and every caller still sees its own update in
+// Snapshot() once its call returns.
 func TestPublishBurstSharesBuildsAndKeepsReplyInvariant(t *testing.T) {
 	const n = 100
 	m := newThrottled(t, Config{Clock: clock.NewFake(epoch0), Allocator: &recordingAllocator{}}, 50*time.Millisecond, 0)
@@ -116,8 +115,8 @@ func TestPublishBurstSharesBuildsAndKeepsReplyInvariant(t *testing.T) {
 	}
 
 	// Updates arriving one at a time (each applied before the next is
-	// sent, as from many agents at a steady rate) share a few builds;
-	// unthrottled, each would make one.
+	// sent, as from many agents at a steady rate) and not read make no
+	// builds at all.
 	before := m.pub.builds.Load()
 	for i := n / 2; i < n; i++ {
 		applied := make(chan error, 1)
@@ -157,42 +156,79 @@ func TestPublishCheapBuildsAreImmediate(t *testing.T) {
 	}
 }
 
-// Leadership fields are published at once even while other changes are
-// being deferred, and publishing them releases the replies held so far.
+// Leadership fields are published at once even while a reader's build is
+// being deferred, and that publish answers the waiting reader.
 func TestPublishLeadershipImmediately(t *testing.T) {
 	e := &fakeElection{}
 	m := newThrottled(t, Config{Clock: clock.NewFake(epoch0), Allocator: &recordingAllocator{},
 		Registrar: NewMemoryRegistrar(), Election: e}, time.Hour, time.Hour)
 	e.set(true, 1, "")
-	waitFor(t, "election published", func() bool { return m.Snapshot().Elected })
+	waitFor(t, "election published", func() bool { return m.LastPublished().Elected })
 
-	// A plain change is now deferred (the last build "cost" an hour): its
-	// caller is not answered.
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	held := make(chan error, 1)
-	go func() {
-		held <- m.call(context.Background(), func(s *state, now time.Time) error { s.count("test/held"); return nil })
-	}()
-	if err := m.call(ctx, func(s *state, now time.Time) error { s.count("test/held"); return nil }); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("call under a deferred publish returned %v, want it held", err)
+	// A plain change is answered at once but built only when asked for.
+	if err := m.call(context.Background(), func(s *state, now time.Time) error { s.count("test/held"); return nil }); err != nil {
+		t.Fatal(err)
 	}
-	if c := m.Snapshot().Counters["test/held"]; c != 0 {
-		t.Fatalf("deferred change published early: %v", c)
+	if c := m.LastPublished().Counters["test/held"]; c != 0 {
+		t.Fatalf("a change nobody read was built: %v", c)
 	}
-
-	// Losing leadership publishes at once and answers the held caller.
-	e.set(false, 2, "127.0.0.1:5051")
-	waitFor(t, "deposition published", func() bool {
-		s := m.Snapshot()
-		return !s.Elected && s.Leader != nil
-	})
+	// The last build "cost" an hour: a reader is held.
+	read := make(chan *Snapshot, 1)
+	go func() { read <- m.Snapshot() }()
 	select {
-	case err := <-held:
-		if err != nil {
-			t.Fatal(err)
+	case s := <-read:
+		t.Fatalf("reader answered during a deferred build: held=%v", s.Counters["test/held"])
+	case <-time.After(50 * time.Millisecond):
+	}
+
+	// Losing leadership publishes at once and answers the reader with
+	// everything so far.
+	e.set(false, 2, "127.0.0.1:5051")
+	select {
+	case s := <-read:
+		if s.Elected || s.Leader == nil || s.Counters["test/held"] != 1 {
+			t.Fatalf("reader got elected=%v leader=%v held=%v, want the deposition and the change", s.Elected, s.Leader, s.Counters["test/held"])
 		}
 	case <-time.After(5 * time.Second):
-		t.Fatal("held reply not released by the leadership publish")
+		t.Fatal("held reader not answered by the leadership publish")
+	}
+}
+
+// Nothing is built while nobody reads: a stream of changes costs no
+// snapshot builds, and the first read after them builds one showing all.
+func TestPublishOnlyWhenRead(t *testing.T) {
+	m := newThrottled(t, Config{Clock: clock.NewFake(epoch0), Allocator: &recordingAllocator{}}, 0, 0)
+	ctx := context.Background()
+	m.Snapshot()
+	before := m.pub.builds.Load()
+	for range 50 {
+		if err := m.call(ctx, func(s *state, now time.Time) error { s.count("test/n"); return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b := m.pub.builds.Load() - before; b != 0 {
+		t.Fatalf("50 unread changes made %d builds, want 0", b)
+	}
+	if got := m.Snapshot().Counters["test/n"]; got != 50 {
+		t.Fatalf("Snapshot() shows %v changes, want 50", got)
+	}
+	if b := m.pub.builds.Load() - before; b != 1 {
+		t.Fatalf("one read made %d builds, want 1", b)
+	}
+	m.Snapshot() // nothing changed since: no build
+	if b := m.pub.builds.Load() - before; b != 1 {
+		t.Fatalf("a read of an unchanged state built again (%d builds)", b)
+	}
+}
+
+// A snapshot read after Stop shows the final state, without a loop.
+func TestPublishFinalStateAfterStop(t *testing.T) {
+	m := newThrottled(t, Config{Clock: clock.NewFake(epoch0), Allocator: &recordingAllocator{}}, 0, 0)
+	if err := m.call(context.Background(), func(s *state, now time.Time) error { s.count("test/last"); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	m.Stop()
+	if got := m.Snapshot().Counters["test/last"]; got != 1 {
+		t.Fatalf("after Stop, Snapshot() shows %v, want the last change", got)
 	}
 }

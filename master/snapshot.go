@@ -7,8 +7,8 @@ import (
 )
 
 // Snapshot is an immutable view of the master's state. The event loop
-// publishes a new one (atomically) after changes (throttled by the build's
-// cost, publish.go; replies to callers wait for it); HTTP readers
+// builds and publishes a new one (atomically) when a reader asks for it
+// after changes or when leadership changes (publish.go); HTTP readers
 // (classic endpoints, operator GET_* calls, the web UI) render from it and
 // never touch loop-owned state, so a large /master/state never delays offers.
 //

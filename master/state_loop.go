@@ -9,12 +9,12 @@ import (
 	"mezzo/api/protocol"
 )
 
-// afterPublish defers f until the snapshot reflecting the current batch is
-// published (replies to callers, so that a caller who got an answer sees
-// its change in Snapshot()).
-func (s *state) afterPublish(f func()) { s.after = append(s.after, f) }
+// afterBatch defers f to the end of the loop iteration, after the
+// published snapshot is marked stale (replies to callers, so that a caller
+// who got an answer sees its change in Snapshot()).
+func (s *state) afterBatch(f func()) { s.after = append(s.after, f) }
 
-func (s *state) runAfterPublish() {
+func (s *state) runAfterBatch() {
 	after := s.after
 	s.after = nil
 	for _, f := range after {
@@ -118,5 +118,5 @@ func (s *state) shutdown() {
 		f()
 	}
 	s.onDepose = nil
-	s.runAfterPublish()
+	s.runAfterBatch()
 }

@@ -867,7 +867,7 @@ func (m *Master) callAsync(ctx context.Context, fn func(s *state, now time.Time,
 				return
 			}
 			answered = true
-			s.afterPublish(func() { reply <- err })
+			s.afterBatch(func() { reply <- err })
 		})
 	})
 	if !ok {

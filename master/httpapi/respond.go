@@ -114,7 +114,7 @@ func writeRecord(rw *recordio.Writer, mt codec.MediaType, m proto.Message) error
 // 307 with Location //leader:port/path, or 503 when no leader is known
 // (Mesos checks this before anything else). It reports whether it did.
 func (s *server) redirectIfFollower(w http.ResponseWriter, r *http.Request) bool {
-	snap := s.m.Snapshot()
+	snap := s.m.LastPublished()
 	if snap == nil || snap.Elected {
 		return false
 	}

@@ -112,7 +112,7 @@ func (s *server) version(w http.ResponseWriter, r *http.Request) {
 // redirect answers 307 to the leading master's base address,
 // protocol-relative ("//host:port"), or 503 if no leader is known.
 func (s *server) redirect(w http.ResponseWriter, r *http.Request) {
-	snap := s.m.Snapshot()
+	snap := s.m.LastPublished()
 	if snap == nil || snap.Leader == nil {
 		http.Error(w, "No leader elected", http.StatusServiceUnavailable)
 		return
