@@ -33,7 +33,10 @@ func (s *state) allocated(fwID string, offers allocator.Offers, now time.Time) {
 		}
 		sort.Strings(agents)
 		for _, agentID := range agents {
-			res := allocatedTo(offers[role][agentID], role)
+			// The master keeps offered and used resources in allocated form
+			// (allocation_info.role set), as Mesos does, so a MULTI_ROLE
+			// framework's resources are attributed to a role.
+			res := offers[role][agentID].AllocatedTo(role)
 			if res.IsEmpty() {
 				continue
 			}
@@ -63,28 +66,6 @@ func (s *state) allocated(fwID string, offers allocator.Offers, now time.Time) {
 	})
 }
 
-// allocatedTo sets allocation_info.role on every resource: the master
-// keeps offered and used resources in this allocated form, as Mesos does,
-// so that a MULTI_ROLE framework's resources are attributed to a role.
-func allocatedTo(r resources.Resources, role string) resources.Resources {
-	rs := r.Proto()
-	changed := false
-	for _, x := range rs {
-		if x.GetAllocationInfo().GetRole() != role {
-			x.AllocationInfo = &mesos.Resource_AllocationInfo{Role: proto.String(role)}
-			changed = true
-		}
-	}
-	if !changed {
-		return r
-	}
-	out, err := resources.FromProto(rs)
-	if err != nil {
-		return r
-	}
-	return out
-}
-
 // offerProto renders an offer the way the framework expects it (see
 // reference §1.5): url, hostname, attributes, its executors on the agent;
 // allocation_info only for MULTI_ROLE frameworks; pre-refinement resources
@@ -102,7 +83,7 @@ func (s *state) offerProto(o *offer, fw *framework, a *agent) *mesos.Offer {
 		rs = append(rs, r)
 	}
 	if !fw.has(mesos.FrameworkInfo_Capability_RESERVATION_REFINEMENT) {
-		rs = resources.ToPreRefinement(rs)
+		rs = resources.ToPreRefinementInPlace(rs) // rs are fresh from Proto
 	}
 	p := &mesos.Offer{
 		Id:          offerID(o.id),

@@ -87,6 +87,12 @@ func (r Resources) PersistentVolumes() Resources {
 	})
 }
 
+// ByAllocationRole returns the entries whose allocation_info names role,
+// counting entries without allocation_info as role "".
+func (r Resources) ByAllocationRole(role string) Resources {
+	return r.filter(func(it *item) bool { return it.allocRole == role })
+}
+
 // Allocated returns the resources that carry allocation_info for role
 // (AllocationInfo is set by the master on offered and used resources).
 func (r Resources) Allocated(role string) Resources {
@@ -122,6 +128,16 @@ func (r Resources) mapItems(f func(m *mesos.Resource)) Resources {
 // AllocatedTo returns a copy with allocation_info.role set to role on every
 // entry, as the master marks offered and used resources.
 func (r Resources) AllocatedTo(role string) Resources {
+	done := true
+	for _, it := range r.items {
+		if !it.hasAlloc || it.allocRole != role {
+			done = false
+			break
+		}
+	}
+	if done {
+		return r
+	}
 	// One AllocationInfo shared by every entry: meta sub-messages are
 	// immutable and Proto() hands out clones.
 	ai := &mesos.Resource_AllocationInfo{Role: proto.String(role)}

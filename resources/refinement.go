@@ -64,10 +64,20 @@ func ToPostRefinement(rs []*mesos.Resource) []*mesos.Resource {
 func ToPreRefinement(rs []*mesos.Resource) []*mesos.Resource {
 	out := make([]*mesos.Resource, len(rs))
 	for i, r := range rs {
-		if r == nil {
+		if r != nil {
+			out[i] = proto.Clone(r).(*mesos.Resource)
+		}
+	}
+	return ToPreRefinementInPlace(out)
+}
+
+// ToPreRefinementInPlace is ToPreRefinement for protos the caller owns
+// (fresh from Proto, say): it rewrites and returns them instead of copying.
+func ToPreRefinementInPlace(rs []*mesos.Resource) []*mesos.Resource {
+	for _, c := range rs {
+		if c == nil {
 			continue
 		}
-		c := proto.Clone(r).(*mesos.Resource)
 		stack := reservationStack(c)
 		switch len(stack) {
 		case 0:
@@ -87,9 +97,8 @@ func ToPreRefinement(rs []*mesos.Resource) []*mesos.Resource {
 			}
 			c.Reservations = nil
 		}
-		out[i] = c
 	}
-	return out
+	return rs
 }
 
 // ToEndpointFormat returns deep copies of rs in the format Mesos's HTTP

@@ -537,3 +537,57 @@ func TestConversionsTolerateNil(t *testing.T) {
 		}
 	}
 }
+
+// cloneMeta's hand-written copy equals proto.Clone and shares nothing
+// with the original.
+func TestCloneMetaIsADeepCopy(t *testing.T) {
+	dyn := mesos.Resource_ReservationInfo_DYNAMIC.Enum()
+	metas := []*mesos.Resource{
+		nil,
+		{AllocationInfo: &mesos.Resource_AllocationInfo{Role: proto.String("a")}},
+		{AllocationInfo: &mesos.Resource_AllocationInfo{}},
+		{Revocable: &mesos.Resource_RevocableInfo{}},
+		{Reservations: []*mesos.Resource_ReservationInfo{
+			{Type: mesos.Resource_ReservationInfo_STATIC.Enum(), Role: proto.String("a")},
+			{Type: dyn, Role: proto.String("a/b"), Principal: proto.String("p"),
+				Labels: &mesos.Labels{Labels: []*mesos.Label{{Key: proto.String("k"), Value: proto.String("v")}}}},
+		}, AllocationInfo: &mesos.Resource_AllocationInfo{Role: proto.String("a/b")}},
+		{Disk: &mesos.Resource_DiskInfo{Persistence: &mesos.Resource_DiskInfo_Persistence{Id: proto.String("v")}},
+			Shared: &mesos.Resource_SharedInfo{}, ProviderId: &mesos.ResourceProviderID{Value: proto.String("rp")}},
+	}
+	for i, m := range metas {
+		got := cloneMeta(m)
+		want := &mesos.Resource{}
+		if m != nil {
+			want = proto.Clone(m).(*mesos.Resource)
+		}
+		if !proto.Equal(got, want) {
+			t.Errorf("%d: cloneMeta = %v, want %v", i, got, want)
+		}
+		if m == nil {
+			continue
+		}
+		before := proto.Clone(m)
+		if got.AllocationInfo != nil {
+			got.AllocationInfo.Role = proto.String("changed")
+		}
+		for _, r := range got.Reservations {
+			r.Role = proto.String("changed")
+			if r.Labels != nil {
+				r.Labels.Labels[0].Value = proto.String("changed")
+			}
+		}
+		if got.Disk != nil {
+			got.Disk.Persistence.Id = proto.String("changed")
+		}
+		if !proto.Equal(m, before) {
+			t.Errorf("%d: changing the copy changed the original: %v", i, m)
+		}
+	}
+	// Unknown fields survive (through proto.Clone).
+	u := &mesos.Resource{AllocationInfo: &mesos.Resource_AllocationInfo{Role: proto.String("a")}}
+	u.AllocationInfo.ProtoReflect().SetUnknown([]byte{0x98, 0x06, 0x01}) // field 99, varint 1
+	if got := cloneMeta(u); !proto.Equal(got, u) {
+		t.Errorf("unknown fields lost: %v", got)
+	}
+}

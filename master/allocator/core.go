@@ -618,13 +618,13 @@ func (c *core) recoverFrom(a *agent, f *framework, res resources.Resources, revo
 	untagged := res
 	if len(held) > 1 || hasAllocationInfo(res) {
 		for rn := range held {
-			tagged := res.Filter(func(r *mesos.Resource) bool { return allocationRole(r) == rn })
+			tagged := res.ByAllocationRole(rn)
 			if tagged.IsEmpty() {
 				continue
 			}
 			byRole[rn] = tagged.WithoutAllocationInfo()
 		}
-		untagged = res.Filter(func(r *mesos.Resource) bool { return allocationRole(r) == "" })
+		untagged = res.ByAllocationRole("")
 	}
 	roles := make([]string, 0, len(held))
 	for rn := range held {

@@ -128,25 +128,20 @@ func (c *core) splitUsed(f *framework, res resources.Resources) map[string]resou
 	if len(f.roles) > 0 {
 		fallback = f.roles[0]
 	}
-	var roles []string
 	seen := map[string]bool{}
-	res.Filter(func(r *mesos.Resource) bool {
-		rn := allocationRole(r)
+	for _, rn := range append(res.AllocationRoles(), "") {
+		if seen[rn] {
+			continue
+		}
+		seen[rn] = true
+		part := res.ByAllocationRole(rn)
+		if part.IsEmpty() {
+			continue
+		}
 		if rn == "" {
 			rn = fallback
 		}
-		if !seen[rn] {
-			seen[rn] = true
-			roles = append(roles, rn)
-		}
-		return false
-	})
-	for _, rn := range roles {
-		rn := rn
-		out[rn] = res.Filter(func(r *mesos.Resource) bool {
-			x := allocationRole(r)
-			return x == rn || (x == "" && rn == fallback)
-		}).WithoutAllocationInfo()
+		out[rn] = out[rn].Add(part.WithoutAllocationInfo())
 	}
 	return out
 }
