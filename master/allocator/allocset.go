@@ -13,6 +13,20 @@ type allocation struct {
 	res  resources.Resources
 	q    qv // scalar quantities of res (nil: unknown, compute)
 	uq   qv // of its unreserved part
+	// tagged is res.AllocatedTo(role), the form in which the master
+	// hands declined offers back, once computed (taggedOK) for this res.
+	tagged   resources.Resources
+	taggedOK bool
+}
+
+// taggedRes returns the entry's resources with allocation_info naming its
+// role, computing them once per value of res: recognising a whole offer
+// coming back then takes an Equal instead of stripping and intersecting.
+func (e *allocation) taggedRes() resources.Resources {
+	if !e.taggedOK {
+		e.tagged, e.taggedOK = e.res.AllocatedTo(e.role), true
+	}
+	return e.tagged
 }
 
 // allocSet is an agent's allocations. Agents hold few, so a slice with
@@ -51,6 +65,7 @@ func (s *allocSet) add(fw, role string, res resources.Resources, q, uq qv) bool 
 	if i := s.find(fw, role); i >= 0 {
 		e := &(*s)[i]
 		e.res = e.res.Add(res)
+		e.taggedOK = false
 		if e.q != nil && q != nil {
 			e.q = e.q.add(q)
 			e.uq = e.uq.add(uq)
@@ -65,6 +80,7 @@ func (s *allocSet) add(fw, role string, res resources.Resources, q, uq qv) bool 
 		*s = (*s)[:n+1]
 		e := &(*s)[n]
 		e.fw, e.role, e.res = fw, role, res
+		e.taggedOK = false
 		e.q, e.uq = copyVec(e.q, q), copyVec(e.uq, uq)
 		return true
 	}
@@ -92,6 +108,7 @@ func (s *allocSet) sub(fw, role string, res resources.Resources, all bool) bool 
 		if !left.IsEmpty() {
 			(*s)[i].res = left
 			(*s)[i].q, (*s)[i].uq = nil, nil
+			(*s)[i].taggedOK = false
 			return false
 		}
 	}

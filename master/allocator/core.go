@@ -588,9 +588,10 @@ type recovered struct {
 // whichever roles hold them. It appends to out what was actually held (and
 // is now free), by role.
 func (c *core) recoverFrom(a *agent, f *framework, res resources.Resources, revocable bool, out []recovered) []recovered {
-	if !revocable && !res.IsEmpty() && !hasAllocationInfo(res) {
+	if !revocable && !res.IsEmpty() {
 		// Common case: everything of a single-entry allocation comes back
-		// (a declined or rescinded offer).
+		// (a declined or rescinded offer), as allocated or in the
+		// master's allocated form.
 		only := -1
 		for i := range a.alloc {
 			if a.alloc[i].fw == f.id {
@@ -601,10 +602,13 @@ func (c *core) recoverFrom(a *agent, f *framework, res resources.Resources, revo
 				only = i
 			}
 		}
-		if only >= 0 && a.alloc[only].res.Equal(res) {
-			rn := a.alloc[only].role
-			q, n := c.untrack(a, f, rn, res)
-			return append(out, recovered{rn, res, q, n})
+		if only >= 0 {
+			e := &a.alloc[only]
+			if e.res.Equal(res) || e.taggedRes().Equal(res) {
+				rn, whole := e.role, e.res
+				q, n := c.untrack(a, f, rn, whole)
+				return append(out, recovered{rn, whole, q, n})
+			}
 		}
 	}
 	held := a.alloc.byRole(f.id)
