@@ -21,13 +21,23 @@ func newServer(h http.Handler) *http.Server {
 	return &http.Server{
 		Handler:   h,
 		Protocols: &p,
-		// Agents multiplex on shared connections; Go's default of 250
-		// streams per connection would make a large fleet open hundreds.
-		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: 100000},
+		// Agents may multiplex on shared connections (the emulated
+		// fleets of sim do), but not too many per connection: Go's HTTP/2
+		// server picks the next frame to write by walking every open
+		// stream of the connection, so a write costs O(streams) and with
+		// thousands of subscriptions on one connection that walk was the
+		// largest cost of a master during a re-registration storm. At this
+		// limit a client opens another connection: 50,000 agents need 200,
+		// far below the 20,000 open files a process may hold.
+		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: maxStreamsPerConn},
 		ReadHeaderTimeout: 10 * time.Second,
 		// No WriteTimeout: subscription streams live for days.
 	}
 }
+
+// maxStreamsPerConn is the HTTP/2 concurrent-stream limit of mezzo's
+// servers (see newServer).
+const maxStreamsPerConn = 250
 
 // serve runs srv on ln until ctx ends, then shuts it down gracefully.
 func serve(ctx context.Context, srv *http.Server, ln net.Listener) error {
