@@ -62,6 +62,14 @@ type Config struct {
 	// itself as soon as the timeout passes, so a restart serves quickly).
 	HeartbeatTimeout time.Duration
 	ElectionTimeout  time.Duration
+	// FastElectionTimeout replaces both once a follower finds the leader's
+	// process gone (its Raft port refuses connections; deathwatch.go), so
+	// the group elects a new leader within about this long instead of
+	// HeartbeatTimeout. It also bounds Raft's leader lease (a leader steps
+	// down after this long without hearing from a quorum), which Raft
+	// requires to be no longer than the heartbeat timeout. Default:
+	// HeartbeatTimeout/2.
+	FastElectionTimeout time.Duration
 	// CommitTimeout is Raft's (default 50ms).
 	CommitTimeout time.Duration
 
@@ -143,6 +151,12 @@ func (c *Config) withDefaults() (Config, error) {
 	if cfg.ElectionTimeout == 0 {
 		cfg.ElectionTimeout = pick(single, 20*time.Millisecond, time.Second)
 	}
+	if cfg.FastElectionTimeout == 0 {
+		cfg.FastElectionTimeout = max(cfg.HeartbeatTimeout/2, 5*time.Millisecond)
+	}
+	if cfg.FastElectionTimeout > cfg.HeartbeatTimeout {
+		return cfg, fmt.Errorf("replog: Config.FastElectionTimeout %v is longer than HeartbeatTimeout %v", cfg.FastElectionTimeout, cfg.HeartbeatTimeout)
+	}
 	if cfg.CommitTimeout == 0 {
 		cfg.CommitTimeout = 50 * time.Millisecond
 	}
@@ -174,7 +188,8 @@ func (c *Config) raftConfig(notify chan bool) *raft.Config {
 	rc.LocalID = raft.ServerID(c.ID)
 	rc.HeartbeatTimeout = c.HeartbeatTimeout
 	rc.ElectionTimeout = c.ElectionTimeout
-	rc.LeaderLeaseTimeout = min(rc.LeaderLeaseTimeout, c.HeartbeatTimeout)
+	// The lease must fit the shortened timeouts of deathwatch.go too.
+	rc.LeaderLeaseTimeout = min(rc.LeaderLeaseTimeout, c.FastElectionTimeout)
 	rc.CommitTimeout = c.CommitTimeout
 	rc.TrailingLogs = c.TrailingLogs
 	// Snapshots are driven by size (see SnapshotMinBytes); Raft's own

@@ -39,11 +39,16 @@ type Log struct {
 	hadState bool
 
 	snapshotting atomic.Bool
-	fatalOnce    sync.Once
-	closeOnce    sync.Once
-	closed       chan struct{}
-	watchDone    chan struct{}
-	failure      atomic.Pointer[error]
+	// hastened counts elections hastened by the leader death watch.
+	hastened atomic.Int64
+	// deadLeader is the address of a leader whose process was found gone,
+	// until another leader is known.
+	deadLeader atomic.Pointer[raft.ServerAddress]
+	fatalOnce  sync.Once
+	closeOnce  sync.Once
+	closed     chan struct{}
+	watchDone  chan struct{}
+	failure    atomic.Pointer[error]
 }
 
 // Open opens (or creates) the node's state under cfg.Dir, joins the group
@@ -112,6 +117,9 @@ func Open(cfg Config, sm StateMachine) (*Log, error) {
 		return nil, fmt.Errorf("replog: start raft: %w", err)
 	}
 	go l.watchLeadership(notify)
+	if !c.single {
+		go l.watchLeaderProcess()
+	}
 
 	if c.Bootstrap && !l.hadState {
 		var conf raft.Configuration
@@ -302,9 +310,16 @@ func (l *Log) AwaitLeader(ctx context.Context) error {
 }
 
 // Leader returns the Raft address and ID of the current leader, empty if
-// unknown. HTTPAddr(addr) is its master's HTTP address.
+// unknown or if its process was found gone (deathwatch.go): requests are
+// better held until the next leader is known than sent to a dead one.
+// HTTPAddr(addr) is its master's HTTP address.
 func (l *Log) Leader() (addr, id string) {
 	a, i := l.raft.LeaderWithID()
+	if a != "" {
+		if dead := l.deadLeader.Load(); dead != nil && *dead == a {
+			return "", ""
+		}
+	}
 	return string(a), string(i)
 }
 

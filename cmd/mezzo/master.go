@@ -66,7 +66,7 @@ func addMasterFlags(fs *flag.FlagSet) *masterFlags {
 	fs.StringVar(&f.agentRemovalRateLimit, "agent_removal_rate_limit", "",
 		"at most this many agents marked unreachable per duration, e.g. 1/10mins (default: no limit)")
 	f.raftTimeout = durationFlag(fs, "raft_timeout", 500*time.Millisecond,
-		"mezzo only (not a Mesos flag): Raft heartbeat and election timeout among --masters; a dead leader is replaced within about 1-2x this")
+		"mezzo only (not a Mesos flag): Raft heartbeat and election timeout among --masters: a leader that stops answering (paused, partitioned) is replaced within about 1-2x this; one whose process died (its Raft port refuses connections) within about 0.5-1x this")
 	return f
 }
 

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -162,6 +163,57 @@ func TestDial(t *testing.T) {
 	}
 	if _, _, err := Dial(context.Background(), hc, nil, "", nil); err == nil {
 		t.Error("no masters: no error")
+	}
+}
+
+// TestDialStaleRedirect: a follower that still redirects to a leader that
+// just died is asked again, and the attempt succeeds once it names the new
+// leader; a master answering with an error ends the attempt at once.
+func TestDialStaleRedirect(t *testing.T) {
+	dead := httptest.NewServer(http.NotFoundHandler())
+	deadAddr := strings.TrimPrefix(dead.URL, "http://")
+	dead.Close()
+	next := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer next.Close()
+	nextAddr := strings.TrimPrefix(next.URL, "http://")
+	var asked atomic.Int32
+	follower := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		to := deadAddr
+		if asked.Add(1) > 2 {
+			to = nextAddr // the follower has learnt the news
+		}
+		w.Header().Set("Location", "//"+to+Path)
+		w.WriteHeader(http.StatusTemporaryRedirect)
+	}))
+	defer follower.Close()
+	masters := []string{deadAddr, strings.TrimPrefix(follower.URL, "http://")}
+	resp, host, err := Dial(context.Background(), noRedirects(), masters, deadAddr, []byte("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if host != nextAddr || asked.Load() != 3 {
+		t.Errorf("host %s after %d asks, want %s after 3", host, asked.Load(), nextAddr)
+	}
+
+	// Every master unreachable: no retry, the attempt fails.
+	if _, _, err := Dial(context.Background(), noRedirects(), []string{deadAddr}, "", nil); err == nil {
+		t.Error("dead masters only: no error")
+	}
+	// A 503 from one master is an answer: no retry even though another
+	// redirected to a dead address.
+	unavailable := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "No leader elected", http.StatusServiceUnavailable)
+	}))
+	defer unavailable.Close()
+	asked.Store(-100) // the follower redirects to the dead address
+	if _, _, err := Dial(context.Background(), noRedirects(), []string{strings.TrimPrefix(follower.URL, "http://"), strings.TrimPrefix(unavailable.URL, "http://")}, "", nil); err == nil {
+		t.Error("503 and a stale redirect: no error")
+	}
+	if got := asked.Load(); got != -99 {
+		t.Errorf("the follower was asked %d times, want once", got+100)
 	}
 }
 

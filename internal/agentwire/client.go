@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 )
 
 // Path is the master's endpoint of the agent protocol.
@@ -40,6 +41,13 @@ func Post(ctx context.Context, hc *http.Client, host string, body []byte) (*http
 // following up to MaxRedirects 307s, until one answers 200. It returns that
 // response, whose body is the event stream, and the answering master's
 // host:port; otherwise every master's error, joined.
+//
+// When the only failures were redirects to a master that could not be
+// reached, the masters still named a leader that had just died: a
+// follower learns that within a moment and then holds requests for the
+// next leader instead. Dial asks again after staleRedirectPause (at most
+// staleRedirectRounds times) rather than fail the attempt, which would
+// cost the agent a whole backoff period.
 func Dial(ctx context.Context, hc *http.Client, masters []string, leader string, body []byte) (*http.Response, string, error) {
 	var candidates []string
 	seen := map[string]bool{}
@@ -52,17 +60,42 @@ func Dial(ctx context.Context, hc *http.Client, masters []string, leader string,
 	if len(candidates) == 0 {
 		return nil, "", errors.New("agentwire: no master address")
 	}
+	for round := 0; ; round++ {
+		resp, host, stale, err := dialOnce(ctx, hc, candidates, body)
+		if err == nil || !stale || round == staleRedirectRounds || ctx.Err() != nil {
+			return resp, host, err
+		}
+		select {
+		case <-time.After(staleRedirectPause):
+		case <-ctx.Done():
+			return nil, "", ctx.Err()
+		}
+	}
+}
+
+// A redirect to a dead leader is retried this often, this far apart.
+const (
+	staleRedirectRounds = 10
+	staleRedirectPause  = 50 * time.Millisecond
+)
+
+// dialOnce is one pass of Dial over candidates. stale reports that some
+// master redirected to an unreachable one and none answered with an error
+// (masters that cannot be reached themselves do not count either way).
+func dialOnce(ctx context.Context, hc *http.Client, candidates []string, body []byte) (resp *http.Response, host string, stale bool, err error) {
 	var errs []error
+	redirectedToDead, answered := false, false
 	for _, m := range candidates {
 		host := m
 		for hop := 0; ; hop++ {
 			resp, err := Post(ctx, hc, host, body)
 			if err != nil {
+				redirectedToDead = redirectedToDead || hop > 0
 				errs = append(errs, err)
 				break
 			}
 			if resp.StatusCode == http.StatusOK {
-				return resp, host, nil
+				return resp, host, false, nil
 			}
 			msg := ReadMessage(resp)
 			if resp.StatusCode == http.StatusTemporaryRedirect && hop < MaxRedirects {
@@ -71,14 +104,15 @@ func Dial(ctx context.Context, hc *http.Client, masters []string, leader string,
 					continue
 				}
 			}
+			answered = true
 			errs = append(errs, fmt.Errorf("master %s: %s: %s", host, resp.Status, msg))
 			break
 		}
 		if ctx.Err() != nil {
-			return nil, "", ctx.Err()
+			return nil, "", false, ctx.Err()
 		}
 	}
-	return nil, "", errors.Join(errs...)
+	return nil, "", redirectedToDead && !answered, errors.Join(errs...)
 }
 
 // Result is the outcome of one non-SUBSCRIBE call posted with Call.
