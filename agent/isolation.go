@@ -24,7 +24,11 @@ import (
 // because the mesos containerizer's recovery reads every directory of its
 // own as a container. The docker containerizer is also returned (nil when
 // not configured) for command tasks, which run without an executor.
-func buildContainerizer(cfg Config, runtimeDir, dockerRuntimeDir string) (containerizer.Containerizer, *docker.Docker, error) {
+//
+// With a known boot id (bootID != "") the mesos containerizer's runtime
+// records are not fsynced: after a host crash the boot id differs and
+// recoverCheckpoint removes runtimeDir unread.
+func buildContainerizer(cfg Config, runtimeDir, dockerRuntimeDir, bootID string) (containerizer.Containerizer, *docker.Docker, error) {
 	withMesos, withDocker, err := parseContainerizers(cfg.Containerizers)
 	if err != nil {
 		return nil, nil, err
@@ -52,11 +56,12 @@ func buildContainerizer(cfg Config, runtimeDir, dockerRuntimeDir string) (contai
 	var mesosCz containerizer.Containerizer
 	if withMesos {
 		mesosCz, err = containerizer.New("mesos", containerizer.Options{
-			Isolation:  iso,
-			Clock:      cfg.Clock,
-			Logger:     cfg.Logger,
-			RuntimeDir: runtimeDir,
-			Adapt:      adaptIsolator,
+			Isolation:       iso,
+			Clock:           cfg.Clock,
+			Logger:          cfg.Logger,
+			RuntimeDir:      runtimeDir,
+			RuntimeUnsynced: bootID != "",
+			Adapt:           adaptIsolator,
 		})
 		if err != nil {
 			return nil, nil, fmt.Errorf("agent: %w", err)

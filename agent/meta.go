@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 
 	"mezzo/api/mesos"
 	"mezzo/internal/atomicfile"
@@ -109,27 +110,7 @@ func writeFile(path string, data []byte, sync bool) error {
 	if sync {
 		return atomicfile.WriteFile(path, data)
 	}
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("checkpointing %s: %w", path, err)
-	}
-	return nil
+	return atomicfile.WriteFileUnsynced(path, data)
 }
 
 // checkpointMagic starts every protobuf checkpoint file. The frame is
@@ -142,7 +123,9 @@ var checkpointMagic = []byte("MZC1")
 
 const checkpointHeader = 12
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+// castagnoli is built on first use, not at package init, which every
+// process of the binary (each executor too) would pay for.
+var castagnoli = sync.OnceValue(func() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) })
 
 // CorruptCheckpointError reports a checkpoint file that cannot be read back.
 type CorruptCheckpointError struct {
@@ -158,7 +141,7 @@ func frameCheckpoint(payload []byte) []byte {
 	out := make([]byte, checkpointHeader, checkpointHeader+len(payload))
 	copy(out, checkpointMagic)
 	binary.BigEndian.PutUint32(out[4:8], uint32(len(payload)))
-	binary.BigEndian.PutUint32(out[8:12], crc32.Checksum(payload, castagnoli))
+	binary.BigEndian.PutUint32(out[8:12], crc32.Checksum(payload, castagnoli()))
 	return append(out, payload...)
 }
 
@@ -176,7 +159,7 @@ func unframeCheckpoint(b []byte) ([]byte, error) {
 		return nil, fmt.Errorf("torn or padded payload (%d bytes, header says %d)", len(b)-checkpointHeader, n)
 	}
 	payload := b[checkpointHeader:]
-	if crc32.Checksum(payload, castagnoli) != binary.BigEndian.Uint32(b[8:12]) {
+	if crc32.Checksum(payload, castagnoli()) != binary.BigEndian.Uint32(b[8:12]) {
 		return nil, errors.New("checksum mismatch")
 	}
 	return payload, nil

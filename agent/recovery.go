@@ -41,7 +41,7 @@ func (a *Agent) recoverCheckpoint() error {
 		}
 	}
 	if a.cz == nil {
-		if a.cz, a.docker, err = buildContainerizer(a.cfg, runtimeDir, a.meta.dockerDir()); err != nil {
+		if a.cz, a.docker, err = buildContainerizer(a.cfg, runtimeDir, a.meta.dockerDir(), a.bootID); err != nil {
 			return err
 		}
 	}

@@ -171,6 +171,13 @@ type Options struct {
 	// re-attach to it after a restart, like Mesos's --runtime_dir. Empty
 	// disables checkpointing and recovery.
 	RuntimeDir string
+	// RuntimeUnsynced writes the RuntimeDir records atomically (temp file
+	// and rename, so an agent process crash leaves a whole record) but
+	// without fsyncs. Only for a caller that discards RuntimeDir after a
+	// host crash, the one event an fsync guards against (the agent does
+	// when it knows the host's boot id): the fsyncs then protect nothing
+	// and delay every launch.
+	RuntimeUnsynced bool
 	// Adapt, when set, is applied to every isolator built from Isolation:
 	// it lets the wiring expose isolator packages' own limitation and usage
 	// hooks through the Limiter and Usager interfaces declared here.

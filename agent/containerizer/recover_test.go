@@ -16,10 +16,20 @@ import (
 
 // An agent restart: a second containerizer over the same runtime dir
 // re-attaches to the first one's live container, sees it end when it is
-// destroyed, and reports dead and recycled pids as ended.
+// destroyed, and reports dead and recycled pids as ended; with fsynced
+// records and with RuntimeUnsynced ones (which an agent process restart
+// finds in the page cache).
 func TestRecoverReattaches(t *testing.T) {
+	for _, unsynced := range []bool{false, true} {
+		t.Run(map[bool]string{false: "synced", true: "unsynced"}[unsynced], func(t *testing.T) {
+			testRecoverReattaches(t, unsynced)
+		})
+	}
+}
+
+func testRecoverReattaches(t *testing.T, unsynced bool) {
 	rt := t.TempDir()
-	m1, err := NewMesos(Options{RuntimeDir: rt})
+	m1, err := NewMesos(Options{RuntimeDir: rt, RuntimeUnsynced: unsynced})
 	if err != nil {
 		t.Fatal(err)
 	}

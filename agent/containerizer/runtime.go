@@ -45,6 +45,9 @@ func (m *Mesos) checkpointRuntime(id string, pid int, started time.Time) error {
 		return fmt.Errorf("checkpointing the container's pid: %w", err)
 	}
 	b, _ := json.Marshal(runtimeRecord{Pid: pid, StartTicks: ticks, Started: float64(started.UnixNano()) / 1e9})
+	if m.unsynced {
+		return atomicfile.WriteFileUnsynced(m.runtimePath(id), append(b, '\n'))
+	}
 	return atomicfile.WriteFile(m.runtimePath(id), append(b, '\n'))
 }
 

@@ -13,7 +13,15 @@ import (
 // WriteFile replaces path with data: it writes a temp file in the same
 // directory (created if missing), fsyncs it, renames it over path and
 // fsyncs the directory so that the rename itself is durable.
-func WriteFile(path string, data []byte) error {
+func WriteFile(path string, data []byte) error { return write(path, data, true) }
+
+// WriteFileUnsynced replaces path with data as WriteFile does (temp file,
+// rename: a crash of the writing process leaves the old or the new
+// content) but without fsyncs, so a crash of the host may lose or
+// truncate it. For records that a host crash makes worthless anyway.
+func WriteFileUnsynced(path string, data []byte) error { return write(path, data, false) }
+
+func write(path string, data []byte, sync bool) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -24,7 +32,7 @@ func WriteFile(path string, data []byte) error {
 	}
 	tmp := f.Name()
 	_, err = f.Write(data)
-	if err == nil {
+	if err == nil && sync {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
@@ -36,6 +44,9 @@ func WriteFile(path string, data []byte) error {
 	if err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("checkpointing %s: %w", path, err)
+	}
+	if !sync {
+		return nil
 	}
 	return SyncDir(dir)
 }
