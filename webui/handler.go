@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"path"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -35,8 +36,10 @@ var contentTypes = map[string]string{
 	".txt":  "text/plain; charset=utf-8",
 }
 
-// assets maps a URL path ("/" and "/static/...") to its file.
-var assets = loadAssets()
+// assets maps a URL path ("/" and "/static/...") to its file. It is built
+// (hashing every file) on the first request, not at package init, which
+// every process of the binary (each executor too) would pay for.
+var assets = sync.OnceValue(loadAssets)
 
 func loadAssets() map[string]asset {
 	out := map[string]asset{}
@@ -75,7 +78,7 @@ func Handler() http.Handler {
 }
 
 func serve(w http.ResponseWriter, r *http.Request) {
-	a, ok := assets[r.URL.Path]
+	a, ok := assets()[r.URL.Path]
 	if !ok || (r.URL.Path != "/" && r.URL.Path != "/index.html" && !strings.HasPrefix(r.URL.Path, "/static/")) {
 		http.NotFound(w, r)
 		return

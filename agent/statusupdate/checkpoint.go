@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"mezzo/api/protocol"
 
@@ -33,7 +34,9 @@ const (
 	maxRecordLength = 16 << 20 // larger lengths are corruption, not updates
 )
 
-var crcTable = crc32.MakeTable(crc32.Castagnoli)
+// crcTable is built on first use, not at package init: every process of
+// the binary (each `mezzo executor` too) would pay for it otherwise.
+var crcTable = sync.OnceValue(func() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) })
 
 // escapeName turns an ID into a single safe path element: bytes outside
 // [A-Za-z0-9._-] become %XX, and "", "." and ".." are fully escaped.
@@ -71,7 +74,7 @@ func encodeRecord(kind byte, body []byte) []byte {
 	rec = append(rec, body...)
 	payload := rec[headerSize:]
 	binary.BigEndian.PutUint32(rec[0:4], uint32(len(payload)))
-	binary.BigEndian.PutUint32(rec[4:8], crc32.Checksum(payload, crcTable))
+	binary.BigEndian.PutUint32(rec[4:8], crc32.Checksum(payload, crcTable()))
 	return rec
 }
 
@@ -188,7 +191,7 @@ func decodeRecords(file string, data []byte) ([]record, int64, error) {
 			return bad(fmt.Sprintf("torn record (%d of %d payload bytes)", len(rest)-headerSize, n))
 		}
 		payload := rest[headerSize : headerSize+int(n)]
-		if crc32.Checksum(payload, crcTable) != sum {
+		if crc32.Checksum(payload, crcTable()) != sum {
 			return bad("checksum mismatch")
 		}
 		var r record
