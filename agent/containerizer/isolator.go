@@ -60,7 +60,23 @@ type LaunchSpec struct {
 	SysProcAttr *syscall.SysProcAttr
 	// Env is the environment the process gets; isolators may append.
 	Env []string
+	// HoldUntilIsolated asks the containerizer to tell the process when
+	// every isolator's Isolate has returned: it gets the read end of a pipe
+	// as descriptor ReleaseFD (named in its environment by ReleaseFDEnv),
+	// on which the containerizer writes one byte after the last Isolate,
+	// and which reaches end of file without that byte if the launch is
+	// aborted. Only a program that reads it waits: the init step of
+	// package pidns does (see pidns.Wrap).
+	HoldUntilIsolated bool
 }
+
+// The release pipe of a container launched with HoldUntilIsolated.
+const (
+	// ReleaseFDEnv names the descriptor the process reads.
+	ReleaseFDEnv = "MEZZO_CONTAINER_RELEASE_FD"
+	// ReleaseFD is the descriptor (the first after stdin, stdout, stderr).
+	ReleaseFD = 3
+)
 
 // noopIsolator stands for the posix isolators, which in Mesos only report
 // usage; usage statistics come with /monitor/statistics.

@@ -32,6 +32,7 @@ type Mesos struct {
 	log        *slog.Logger
 	isolators  []Isolator
 	runtimeDir string
+	unsynced   bool // Options.RuntimeUnsynced
 
 	mu         sync.Mutex
 	live       map[string]*proc
@@ -85,7 +86,7 @@ func NewMesos(opts Options) (*Mesos, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Mesos{clock: c, log: log, isolators: isos, runtimeDir: opts.RuntimeDir,
+	return &Mesos{clock: c, log: log, isolators: isos, runtimeDir: opts.RuntimeDir, unsynced: opts.RuntimeUnsynced,
 		live: map[string]*proc{}}, nil
 }
 
@@ -162,6 +163,23 @@ func (m *Mesos) start(ctx context.Context, cfg *ContainerConfig, p *proc) (Conta
 	if len(cmd.Args) == 0 {
 		cmd.Args = []string{cfg.Path}
 	}
+	// release (HoldUntilIsolated) lets the process run once it is
+	// isolated: it blocks reading the pipe instead of polling for its
+	// placement. Both ends are closed when start returns; without the byte
+	// (an aborted launch) the process reads end of file and gives up.
+	var release *os.File
+	if spec.HoldUntilIsolated {
+		r, w, err := os.Pipe()
+		if err != nil {
+			cleanup()
+			return Container{}, fmt.Errorf("launch %s: %w", cfg.ContainerID, err)
+		}
+		defer r.Close()
+		defer w.Close()
+		release = w
+		cmd.ExtraFiles = []*os.File{r} // descriptor ReleaseFD
+		cmd.Env = append(cmd.Env, fmt.Sprintf("%s=%d", ReleaseFDEnv, ReleaseFD))
+	}
 	if err := cmd.Start(); err != nil {
 		cleanup()
 		return Container{}, fmt.Errorf("launch %s: %w", cfg.ContainerID, err)
@@ -187,6 +205,11 @@ func (m *Mesos) start(ctx context.Context, cfg *ContainerConfig, p *proc) (Conta
 		if err := iso.Isolate(ctx, cfg.ContainerID, p.pid); err != nil {
 			return abort(fmt.Errorf("isolator %s: %w", iso.Name(), err))
 		}
+	}
+	if release != nil {
+		// A failed write means the process has already ended, which reap
+		// reports as for any container.
+		_, _ = release.Write([]byte{1})
 	}
 	m.watchLimitations(p)
 	go m.reap(cmd, p, cleanup)

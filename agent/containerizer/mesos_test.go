@@ -311,3 +311,38 @@ func waitGone(t *testing.T, pid int) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// holdingIsolator asks for the release pipe and, in Isolate, leaves a
+// marker in the sandbox the program can only see if it was held until
+// then.
+type holdingIsolator struct{ dir string }
+
+func (holdingIsolator) Name() string { return "test/hold" }
+func (holdingIsolator) Prepare(_ context.Context, _ *ContainerConfig, spec *LaunchSpec) error {
+	spec.HoldUntilIsolated = true
+	return nil
+}
+func (h holdingIsolator) Isolate(context.Context, string, int) error {
+	return os.WriteFile(filepath.Join(h.dir, "marker"), []byte("isolated\n"), 0o644)
+}
+func (holdingIsolator) Cleanup(context.Context, string) error { return nil }
+
+// HoldUntilIsolated: the process gets the release pipe as descriptor 3,
+// and its byte arrives only after every Isolate returned.
+func TestHoldUntilIsolated(t *testing.T) {
+	m := newTestMesos(t, nil)
+	dir := t.TempDir()
+	m.isolators = []Isolator{holdingIsolator{dir}}
+	script := `b=$(head -c1 <&3 | od -An -tx1 | tr -d ' '); echo "byte=$b fd=$` + ReleaseFDEnv + `"; cat marker; head -c1 <&3 | wc -c`
+	if _, err := m.Launch(waitCtx(t), shell("hold", dir, script)); err != nil {
+		t.Fatal(err)
+	}
+	if term, err := m.Wait(waitCtx(t), "hold"); err != nil || term.ExitCode != 0 {
+		t.Fatalf("Wait = %+v, %v", term, err)
+	}
+	out, _ := os.ReadFile(filepath.Join(dir, "stdout"))
+	// One byte, then end of file: the agent's ends are closed.
+	if want := "byte=01 fd=3\nisolated\n0\n"; string(out) != want {
+		t.Errorf("stdout %q, want %q", out, want)
+	}
+}

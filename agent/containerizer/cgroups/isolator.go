@@ -92,8 +92,10 @@ func (i *Isolator) Prepare(_ context.Context, cfg *containerizer.ContainerConfig
 	if i.m.version == V1 && i.m.v1["freezer"] != "" {
 		// Close the v1 window between start and Isolate: the program runs
 		// behind an init step that waits until Isolate has placed it
-		// (freezer is written last).
+		// (freezer is written last), released by the containerizer's pipe
+		// once every isolator is done and checked in /proc/self/cgroup.
 		pidns.Wrap(cfg, spec, pidns.CgroupWaitEnv+"=freezer:"+i.m.relPath(cfg.ContainerID))
+		spec.HoldUntilIsolated = true
 	}
 	return nil
 }

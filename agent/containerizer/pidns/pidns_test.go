@@ -36,7 +36,20 @@ func report() int {
 	}
 	host, _ := strconv.Atoi(os.Getenv("MEZZO_PIDNSTEST_HOSTPID"))
 	err := syscall.Kill(host, 0)
-	fmt.Printf("pid=%d\nproc=%s\nkill=%v\nexecenv=%q\n", os.Getpid(), strings.Join(pids, ","), err, os.Getenv(ExecEnv))
+	var stepVars []string
+	for _, kv := range os.Environ() {
+		if isStepEnv(kv) {
+			stepVars = append(stepVars, kv)
+		}
+	}
+	exe, _ := os.Executable()
+	comm, _ := os.ReadFile("/proc/self/comm")
+	// The environment the kernel started this image with: it still names
+	// the step's program when the step continued in process (no exec).
+	initial, _ := os.ReadFile("/proc/self/environ")
+	fmt.Printf("pid=%d\nproc=%s\nkill=%v\nexecenv=%q\nstepenv=%s\nexe=%s\ncomm=%s\nexeced=%v\n",
+		os.Getpid(), strings.Join(pids, ","), err, os.Getenv(ExecEnv), strings.Join(stepVars, " "),
+		exe, strings.TrimSpace(string(comm)), !strings.Contains(string(initial), ExecEnv+"="))
 	return 0
 }
 
@@ -59,8 +72,10 @@ func parseReport(t *testing.T, out string) map[string]string {
 	return r
 }
 
-func TestTaskSeesOnlyItsNamespace(t *testing.T) {
-	needRoot(t)
+// launchReport runs program (this test binary or a copy) in report mode
+// as a container with a private /proc and returns its report.
+func launchReport(t *testing.T, program string) map[string]string {
+	t.Helper()
 	mesos, err := containerizer.NewMesos(containerizer.Options{Isolation: []string{"namespaces/pid", "filesystem/posix"}})
 	if err != nil {
 		t.Fatal(err)
@@ -70,8 +85,8 @@ func TestTaskSeesOnlyItsNamespace(t *testing.T) {
 	defer cancel()
 	if _, err := mesos.Launch(ctx, containerizer.ContainerConfig{
 		ContainerID: "pidns",
-		Path:        os.Args[0],
-		Args:        []string{os.Args[0], "-test.run=^$"},
+		Path:        program,
+		Args:        []string{program, "-test.run=^$"},
 		Env:         []string{modeEnv + "=report", "MEZZO_PIDNSTEST_HOSTPID=" + strconv.Itoa(os.Getpid())},
 		Dir:         sandbox,
 	}); err != nil {
@@ -86,7 +101,80 @@ func TestTaskSeesOnlyItsNamespace(t *testing.T) {
 	if term.ExitCode != 0 {
 		t.Fatalf("termination %+v; stderr:\n%s", term, errOut)
 	}
-	r := parseReport(t, string(out))
+	return parseReport(t, string(out))
+}
+
+// commOf is the kernel's name for a process running path (its first 15
+// bytes).
+func commOf(path string) string {
+	name := filepath.Base(path)
+	if len(name) > 15 {
+		name = name[:15]
+	}
+	return name
+}
+
+// The program is this very binary (as the agent's built-in executors
+// are): the step continues in process instead of exec'ing it again.
+func TestTaskSeesOnlyItsNamespace(t *testing.T) {
+	needRoot(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := launchReport(t, self)
+	checkIsolated(t, r)
+	if r["execed"] != "false" {
+		t.Errorf("the step exec'd this binary a second time (report %v)", r)
+	}
+	if r["comm"] != commOf(self) {
+		t.Errorf("process name %q, want %q as after an exec", r["comm"], commOf(self))
+	}
+}
+
+// Another program (here a copy of this binary: same content, another
+// file) is exec'd by the step.
+func TestOtherProgramIsExeced(t *testing.T) {
+	needRoot(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyPath := filepath.Join(t.TempDir(), "pidns-copy.test")
+	if err := os.WriteFile(copyPath, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := launchReport(t, copyPath)
+	checkIsolated(t, r)
+	if r["execed"] != "true" || r["exe"] != copyPath || r["comm"] != commOf(copyPath) {
+		t.Errorf("report %v: want the step to exec %s", r, copyPath)
+	}
+}
+
+func TestIsSelf(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(t.TempDir(), "other")
+	if err := os.WriteFile(other, nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]bool{self: true, other: false, "/nonexistent/mezzo": false} {
+		if got := isSelf(path); got != want {
+			t.Errorf("isSelf(%q) = %v, want %v", path, got, want)
+		}
+	}
+}
+
+// checkIsolated checks a report of a program started behind the step
+// with a private /proc.
+func checkIsolated(t *testing.T, r map[string]string) {
+	t.Helper()
 	if r["pid"] != "1" {
 		t.Errorf("task pid = %q, want 1", r["pid"])
 	}
@@ -96,8 +184,8 @@ func TestTaskSeesOnlyItsNamespace(t *testing.T) {
 	if r["kill"] != syscall.ESRCH.Error() {
 		t.Errorf("signalling a host process: %q, want %q", r["kill"], syscall.ESRCH.Error())
 	}
-	if r["execenv"] != `""` {
-		t.Errorf("%s leaked into the task's environment: %s", ExecEnv, r["execenv"])
+	if r["execenv"] != `""` || r["stepenv"] != "" {
+		t.Errorf("the step's settings leaked into the task's environment: %s %s", r["execenv"], r["stepenv"])
 	}
 	// The host's /proc is untouched by the container's mount.
 	if _, err := os.Stat(fmt.Sprintf("/proc/%d", os.Getpid())); err != nil {
@@ -170,5 +258,51 @@ func TestInCgroup(t *testing.T) {
 		if got := inCgroup(text, tt.want); got != tt.in {
 			t.Errorf("inCgroup(%q) = %v, want %v", tt.want, got, tt.in)
 		}
+	}
+}
+
+// releasePipe returns a duplicate of a new pipe's read end for
+// awaitRelease (which closes it) and the write end.
+func releasePipe(t *testing.T) (string, *os.File) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd, err := syscall.Dup(int(r.Fd()))
+	r.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	return strconv.Itoa(fd), w
+}
+
+func TestAwaitRelease(t *testing.T) {
+	fd, w := releasePipe(t)
+	if _, err := w.Write([]byte{1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := awaitRelease(fd, time.Now().Add(10*time.Second)); err != nil {
+		t.Errorf("released: %v", err)
+	}
+	n, _ := strconv.Atoi(fd)
+	if _, _, errno := syscall.Syscall(syscall.SYS_FCNTL, uintptr(n), syscall.F_GETFD, 0); errno != syscall.EBADF {
+		t.Errorf("the release descriptor is still open after the release (fcntl: %v)", errno)
+	}
+
+	fd, w = releasePipe(t)
+	w.Close() // the agent aborted the launch
+	if err := awaitRelease(fd, time.Now().Add(10*time.Second)); err == nil || !strings.Contains(err.Error(), "aborted") {
+		t.Errorf("aborted launch: %v", err)
+	}
+
+	fd, _ = releasePipe(t)
+	if err := awaitRelease(fd, time.Now()); err == nil || !strings.Contains(err.Error(), "not released") {
+		t.Errorf("no release before the deadline: %v", err)
+	}
+
+	if err := awaitRelease("x", time.Now()); err == nil {
+		t.Error("awaitRelease accepted a descriptor that is no number")
 	}
 }
