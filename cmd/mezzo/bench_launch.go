@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"mezzo/api/mesos"
@@ -47,6 +48,24 @@ type launchResult struct {
 	InFlight  int     `json:"max_in_flight"`
 	Nproc     int     `json:"nproc"`
 	Load1     string  `json:"load1"`
+	// CPU (user+system) per task over the whole run, start-up and
+	// shutdown included: this process (master, agent, framework), the
+	// processes it started and waited for (executors, their init steps
+	// and the tasks), and both. Unlike per_s these hardly depend on how
+	// busy the machine is, so they compare builds on a shared machine.
+	CPUMsPerTask      float64 `json:"cpu_ms_per_task"`
+	BenchCPUMsPerTask float64 `json:"bench_cpu_ms_per_task"`
+	TasksCPUMsPerTask float64 `json:"tasks_cpu_ms_per_task"`
+}
+
+// cpuTime is the user+system CPU of who (syscall.RUSAGE_SELF or
+// RUSAGE_CHILDREN: every waited-for descendant), 0 if unknown.
+func cpuTime(who int) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(who, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func benchLaunch(args []string, stdout, stderr io.Writer) int {
@@ -100,6 +119,7 @@ func benchLaunch(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
+	self0, children0 := cpuTime(syscall.RUSAGE_SELF), cpuTime(syscall.RUSAGE_CHILDREN)
 	res, err := runLaunchBench(ctx, launchBenchConfig{
 		tasks: *tasks, inFlight: *inFlight, isolation: iso, dir: dir, allocInterval: *allocInterval, log: log,
 	})
@@ -107,14 +127,20 @@ func benchLaunch(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mezzo bench launch: %v\n", err)
 		return 1
 	}
+	// The cluster has stopped (and waited for its executors) by now.
+	perTask := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / float64(*tasks) }
+	res.BenchCPUMsPerTask = perTask(cpuTime(syscall.RUSAGE_SELF) - self0)
+	res.TasksCPUMsPerTask = perTask(cpuTime(syscall.RUSAGE_CHILDREN) - children0)
+	res.CPUMsPerTask = res.BenchCPUMsPerTask + res.TasksCPUMsPerTask
 	if *asJSON {
 		if err := json.NewEncoder(stdout).Encode(res); err != nil {
 			return 1
 		}
 		return 0
 	}
-	fmt.Fprintf(stdout, "%d tasks (%d finished, %d failed) in %.2fs: %.1f tasks/s; ACCEPT→RUNNING p50 %.1f ms, p99 %.1f ms; isolation %s; nproc %d, load %s\n",
-		res.Tasks, res.Finished, res.Failed, res.ElapsedS, res.PerSec, res.P50Ms, res.P99Ms, res.Isolation, res.Nproc, res.Load1)
+	fmt.Fprintf(stdout, "%d tasks (%d finished, %d failed) in %.2fs: %.1f tasks/s; ACCEPT→RUNNING p50 %.1f ms, p99 %.1f ms; CPU per task %.1f ms (this process %.1f, executors and tasks %.1f); isolation %s; nproc %d, load %s\n",
+		res.Tasks, res.Finished, res.Failed, res.ElapsedS, res.PerSec, res.P50Ms, res.P99Ms,
+		res.CPUMsPerTask, res.BenchCPUMsPerTask, res.TasksCPUMsPerTask, res.Isolation, res.Nproc, res.Load1)
 	return 0
 }
 

@@ -32,7 +32,8 @@ func TestBenchLaunchSmall(t *testing.T) {
 		t.Fatalf("output %q: %v", stdout.String(), err)
 	}
 	if res.Tasks != 8 || res.Finished != 8 || res.Failed != 0 || res.PerSec <= 0 || res.P99Ms <= 0 || res.P99Ms < res.P50Ms ||
-		res.Isolation != "posix/cpu,posix/mem" || res.Nproc <= 0 {
+		res.Isolation != "posix/cpu,posix/mem" || res.Nproc <= 0 ||
+		res.BenchCPUMsPerTask <= 0 || res.TasksCPUMsPerTask <= 0 || res.CPUMsPerTask != res.BenchCPUMsPerTask+res.TasksCPUMsPerTask {
 		t.Errorf("result %+v", res)
 	}
 }
