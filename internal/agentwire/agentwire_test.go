@@ -7,9 +7,11 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -231,5 +233,39 @@ func TestCall(t *testing.T) {
 		if (err == nil) != tt.ok || res.Status != tt.status || res.Message != "why" {
 			t.Errorf("status %d: %+v, %v", tt.status, res, err)
 		}
+	}
+}
+
+// A master that refused a connection is tried last until it answers
+// again or the memory expires.
+func TestRefusedMastersLast(t *testing.T) {
+	h := hostMemory{ttl: time.Hour}
+	cands := []string{"dead:1", "a:1", "b:1"}
+	if got := h.ordered(cands); !slices.Equal(got, cands) {
+		t.Fatalf("nothing refused: %v", got)
+	}
+	h.note("dead:1")
+	if got := h.ordered(cands); !slices.Equal(got, []string{"a:1", "b:1", "dead:1"}) {
+		t.Fatalf("after a refusal: %v", got)
+	}
+	h.forget("dead:1")
+	if got := h.ordered(cands); !slices.Equal(got, cands) {
+		t.Fatalf("after it answered: %v", got)
+	}
+	h.ttl = 0
+	h.note("a:1")
+	if h.has("a:1") {
+		t.Fatal("an expired refusal is still remembered")
+	}
+
+	// Dial notes a refusal itself.
+	dead := httptest.NewServer(http.NotFoundHandler())
+	addr := strings.TrimPrefix(dead.URL, "http://")
+	dead.Close()
+	if _, _, err := Dial(context.Background(), noRedirects(), []string{addr}, "", nil); err == nil {
+		t.Fatal("dial of a dead master succeeded")
+	}
+	if !refused.has(addr) {
+		t.Fatal("the refusal was not remembered")
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 )
 
@@ -79,16 +81,77 @@ const (
 	staleRedirectPause  = 50 * time.Millisecond
 )
 
+// refused remembers, for this process, the masters that recently refused a
+// connection (nothing listens: the process is down), so that Dial tries
+// them last. After a leader dies every agent's first candidate is that
+// leader; emulated agents share one HTTP transport, which dials a host
+// one connection at a time, so thousands of attempts queued behind each
+// other's doomed dials for a second or more before trying a live master.
+var refused = hostMemory{ttl: 5 * time.Second}
+
+// hostMemory is a set of hosts, each remembered for ttl.
+type hostMemory struct {
+	ttl time.Duration
+	mu  sync.Mutex
+	at  map[string]time.Time
+}
+
+func (h *hostMemory) note(host string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.at == nil {
+		h.at = map[string]time.Time{}
+	}
+	h.at[host] = time.Now()
+}
+
+func (h *hostMemory) forget(host string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.at, host)
+}
+
+func (h *hostMemory) has(host string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	at, ok := h.at[host]
+	if ok && time.Since(at) > h.ttl {
+		delete(h.at, host)
+		return false
+	}
+	return ok
+}
+
+// ordered returns candidates with the recently refused ones moved last
+// (still tried: the master may be back).
+func (h *hostMemory) ordered(candidates []string) []string {
+	out := make([]string, 0, len(candidates))
+	var last []string
+	for _, c := range candidates {
+		if h.has(c) {
+			last = append(last, c)
+		} else {
+			out = append(out, c)
+		}
+	}
+	return append(out, last...)
+}
+
 // dialOnce is one pass of Dial over candidates. stale reports that some
 // master redirected to an unreachable one and none answered with an error
 // (masters that cannot be reached themselves do not count either way).
 func dialOnce(ctx context.Context, hc *http.Client, candidates []string, body []byte) (resp *http.Response, host string, stale bool, err error) {
 	var errs []error
 	redirectedToDead, answered := false, false
-	for _, m := range candidates {
+	for _, m := range refused.ordered(candidates) {
 		host := m
 		for hop := 0; ; hop++ {
 			resp, err := Post(ctx, hc, host, body)
+			if errors.Is(err, syscall.ECONNREFUSED) {
+				refused.note(host)
+			} else if err == nil {
+				refused.forget(host)
+			}
 			if err != nil {
 				redirectedToDead = redirectedToDead || hop > 0
 				errs = append(errs, err)
