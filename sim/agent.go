@@ -58,7 +58,7 @@ type Agent struct {
 // NewAgent returns a lone emulated agent with its own connection, loop and
 // poster; Start starts it. Fleets share those among many agents instead.
 func NewAgent(cfg AgentConfig) (*Agent, error) {
-	rt, err := newRuntime(cfg, 1, 2)
+	rt, err := newRuntime(cfg, 1, 1, 2)
 	if err != nil {
 		return nil, err
 	}
@@ -240,7 +240,7 @@ func (a *Agent) connect() {
 // delivers the stream's events to the loop until the stream ends.
 func (a *Agent) stream(ctx context.Context, id uint64, body []byte, leader string) {
 	defer a.rt.wg.Done()
-	resp, master, err := a.rt.dial(ctx, body, leader)
+	resp, master, err := a.rt.dial(ctx, a.index, body, leader)
 	if err != nil {
 		a.sh.post(func() { a.onStreamClosed(id, err) })
 		return

@@ -65,7 +65,7 @@ func NewFleet(cfg FleetConfig) (*Fleet, error) {
 	if posters <= 0 {
 		posters = 64
 	}
-	rt, err := newRuntime(cfg.Agent, shards, posters)
+	rt, err := newRuntime(cfg.Agent, cfg.Agents, shards, posters)
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +157,7 @@ func (f *Fleet) Stats() Stats { return f.rt.stats() }
 func (f *Fleet) Conns() ConnStats { return f.rt.conns.stats() }
 
 // HTTPClient is the fleet's h2c client (frameworks may share it).
-func (f *Fleet) HTTPClient() *http.Client { return f.rt.client }
+func (f *Fleet) HTTPClient() *http.Client { return f.rt.clients[0] }
 
 // WaitRegistered waits until at least n agents are registered.
 func (f *Fleet) WaitRegistered(ctx context.Context, n int) error {

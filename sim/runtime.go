@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"log/slog"
+	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -13,16 +14,17 @@ import (
 )
 
 // simRuntime is what the agents of one fleet share: the normalized
-// configuration, the h2c client, the dispatch shards, the poster pool and
+// configuration, the h2c clients, the dispatch shards, the poster pool and
 // the counters.
 type simRuntime struct {
-	cfg    AgentConfig // normalized template
-	res    []*mesos.Resource
-	attrs  []*mesos.Attribute
-	clk    clock.Clock
-	log    *slog.Logger
-	client *http.Client
-	conns  *connCounter
+	cfg   AgentConfig // normalized template
+	res   []*mesos.Resource
+	attrs []*mesos.Attribute
+	clk   clock.Clock
+	log   *slog.Logger
+	// clients each serve up to agentsPerClient agents (clientFor).
+	clients []*http.Client
+	conns   *connCounter
 
 	shards []*shard
 	posts  *fifo[postJob]
@@ -37,17 +39,32 @@ type simRuntime struct {
 	changed    notifier     // registration changes
 }
 
-func newRuntime(cfg AgentConfig, shards, posters int) (*simRuntime, error) {
+// agentsPerClient is how many agents share one HTTP client (transport).
+// Go's HTTP/2 transport finds a connection for each request by walking
+// all of its connections under one mutex, so one transport for a fleet of
+// 40,000 agents (160 connections at the masters' 250 streams each) spent
+// most of the emulation's CPU there; real agents each have their own.
+const agentsPerClient = 1000
+
+func newRuntime(cfg AgentConfig, agents, shards, posters int) (*simRuntime, error) {
 	cfg, res, err := cfg.normalize()
 	if err != nil {
 		return nil, err
 	}
-	client, conns := newH2CClient(cfg.Dial)
+	conns := &connCounter{dial: cfg.Dial}
+	if conns.dial == nil {
+		d := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
+		conns.dial = d.DialContext
+	}
+	var clients []*http.Client
+	for range max((agents+agentsPerClient-1)/agentsPerClient, 1) {
+		clients = append(clients, newH2CClient(conns))
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	rt := &simRuntime{
 		cfg: cfg, res: res, attrs: cfg.attributes(),
 		clk: cfg.Clock, log: cfg.Logger,
-		client: client, conns: conns,
+		clients: clients, conns: conns,
 		posts: newFIFO[postJob](),
 		ctx:   ctx, cancel: cancel,
 		stop: make(chan struct{}),
@@ -75,7 +92,14 @@ func (rt *simRuntime) shutdown() {
 		close(sh.stop)
 		<-sh.done
 	}
-	rt.client.CloseIdleConnections()
+	for _, c := range rt.clients {
+		c.CloseIdleConnections()
+	}
+}
+
+// clientFor is the HTTP client of the agent with the given index.
+func (rt *simRuntime) clientFor(index int) *http.Client {
+	return rt.clients[index%len(rt.clients)]
 }
 
 // notifier wakes waiters when something they poll may have changed.

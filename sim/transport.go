@@ -57,12 +57,7 @@ func (cc *countedConn) Close() error {
 // shared TCP connections (the transport opens another only when a
 // connection reaches the server's concurrent-stream limit). Redirects are
 // not followed: the agent follows 307s itself to learn the leader.
-func newH2CClient(dial func(ctx context.Context, network, addr string) (net.Conn, error)) (*http.Client, *connCounter) {
-	if dial == nil {
-		d := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
-		dial = d.DialContext
-	}
-	cc := &connCounter{dial: dial}
+func newH2CClient(cc *connCounter) *http.Client {
 	p := new(http.Protocols)
 	p.SetUnencryptedHTTP2(true)
 	tr := &http.Transport{
@@ -86,5 +81,5 @@ func newH2CClient(dial func(ctx context.Context, network, addr string) (net.Conn
 	return &http.Client{
 		Transport:     tr,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}, cc
+	}
 }

@@ -27,8 +27,8 @@ const recordBuffer = 512
 // every configured master, each time following 307 redirects, until one
 // answers 200. It returns the response whose body is the event stream and
 // the master's host:port.
-func (rt *simRuntime) dial(ctx context.Context, body []byte, leader string) (*http.Response, string, error) {
-	return agentwire.Dial(ctx, rt.client, rt.cfg.Masters, leader, body)
+func (rt *simRuntime) dial(ctx context.Context, index int, body []byte, leader string) (*http.Response, string, error) {
+	return agentwire.Dial(ctx, rt.clientFor(index), rt.cfg.Masters, leader, body)
 }
 
 // readEvents decodes the stream's records and hands each event to deliver
@@ -77,7 +77,7 @@ func (rt *simRuntime) postCall(j postJob) error {
 	if err != nil {
 		return err
 	}
-	res, err := agentwire.Call(rt.ctx, rt.client, j.master, body)
+	res, err := agentwire.Call(rt.ctx, rt.clientFor(j.a.index), j.master, body)
 	if res.Status == http.StatusForbidden {
 		// The master does not know this agent (any more): re-register.
 		a, attempt, msg := j.a, j.attempt, res.Message
