@@ -70,6 +70,7 @@ type failoverResult struct {
 	// ReregisterAttempts counts agent SUBSCRIBEs after the kill.
 	ReregisterAttempts int64  `json:"reregister_attempts"`
 	RaftTimeout        string `json:"raft_timeout"`
+	RaftLeaseTimeout   string `json:"raft_lease_timeout"`
 	Backoff            string `json:"registration_backoff"`
 	Procs              int    `json:"procs"`
 	Killed             string `json:"killed"`
@@ -89,6 +90,7 @@ func benchFailover(args []string, stdout, stderr io.Writer) int {
 	nMasters := fs.Int("masters", 3, "masters (odd)")
 	basePort := fs.Int("port", 0, "first master HTTP port (0: free ports); Raft ports are +1000")
 	raftTimeout := durationFlag(fs, "raft_timeout", 500*time.Millisecond, "the masters' --raft_timeout")
+	raftLease := durationFlag(fs, "raft_lease_timeout", 0, "the masters' --raft_lease_timeout (0: their default)")
 	backoff := durationFlag(fs, "registration_backoff", time.Second, "the emulated agents' registration backoff factor (Mesos default 1secs)")
 	hold := durationFlag(fs, "hold", 5*time.Second, "run the registered cluster this long before the kill")
 	dir := fs.String("dir", "", "work directory for the masters (default: a temporary one, removed afterwards)")
@@ -112,7 +114,7 @@ func benchFailover(args []string, stdout, stderr io.Writer) int {
 	}
 	res, err := runFailoverBench(failoverBench{
 		agents: *agents, frameworks: *frameworks, masters: *nMasters, basePort: *basePort,
-		raftTimeout: *raftTimeout, backoff: *backoff, hold: *hold, dir: *dir, logf: logf,
+		raftTimeout: *raftTimeout, raftLease: *raftLease, backoff: *backoff, hold: *hold, dir: *dir, logf: logf,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "mezzo bench failover: %v\n", err)
@@ -131,7 +133,7 @@ func benchFailover(args []string, stdout, stderr io.Writer) int {
 
 type failoverBench struct {
 	agents, frameworks, masters, basePort int
-	raftTimeout, backoff, hold            time.Duration
+	raftTimeout, raftLease, backoff, hold time.Duration
 	dir                                   string
 	logf                                  func(string, ...any)
 }
@@ -182,7 +184,7 @@ func runFailoverBench(b failoverBench) (*failoverResult, error) {
 		defer logFile.Close()
 		cmd := exec.Command(bin, "master", "--ip=127.0.0.1", "--port="+port, "--work_dir="+mdir,
 			"--masters="+strings.Join(addrs, ","), "--quorum="+strconv.Itoa(len(addrs)/2+1),
-			"--raft_timeout="+b.raftTimeout.String(), "--logging_level=warn")
+			"--raft_timeout="+b.raftTimeout.String(), "--raft_lease_timeout="+b.raftLease.String(), "--logging_level=warn")
 		cmd.Stdout, cmd.Stderr = logFile, logFile
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		if err := cmd.Start(); err != nil {
@@ -200,7 +202,7 @@ func runFailoverBench(b failoverBench) (*failoverResult, error) {
 	b.logf("masters up at %s", strings.Join(addrs, ","))
 
 	res := &failoverResult{Agents: b.agents, Frameworks: b.frameworks, Masters: b.masters,
-		RaftTimeout: b.raftTimeout.String(), Backoff: b.backoff.String(), Procs: runtime.GOMAXPROCS(0)}
+		RaftTimeout: b.raftTimeout.String(), RaftLeaseTimeout: b.raftLease.String(), Backoff: b.backoff.String(), Procs: runtime.GOMAXPROCS(0)}
 	var (
 		electionMu sync.Mutex
 		electionCh = make(chan error, 1)

@@ -27,10 +27,10 @@ type masterFlags struct {
 	allocationInterval, offerTimeout, agentPingTimeout                  *time.Duration
 
 	// High availability and the registry.
-	masters, registry, agentRemovalRateLimit                  string
-	quorum                                                    int
-	registryStrict                                            bool
-	agentReregisterTimeout, registryStoreTimeout, raftTimeout *time.Duration
+	masters, registry, agentRemovalRateLimit                             string
+	quorum                                                               int
+	registryStrict                                                       bool
+	agentReregisterTimeout, registryStoreTimeout, raftTimeout, raftLease *time.Duration
 }
 
 func addMasterFlags(fs *flag.FlagSet) *masterFlags {
@@ -66,7 +66,9 @@ func addMasterFlags(fs *flag.FlagSet) *masterFlags {
 	fs.StringVar(&f.agentRemovalRateLimit, "agent_removal_rate_limit", "",
 		"at most this many agents marked unreachable per duration, e.g. 1/10mins (default: no limit)")
 	f.raftTimeout = durationFlag(fs, "raft_timeout", 500*time.Millisecond,
-		"mezzo only (not a Mesos flag): Raft heartbeat and election timeout among --masters: a leader that stops answering (paused, partitioned) is replaced within about 1-2x this; one whose process died (its Raft port refuses connections) within about 0.5-1x this")
+		"mezzo only (not a Mesos flag): Raft heartbeat and election timeout among --masters: a leader that stops answering (paused, partitioned) is replaced within about 1-2x this; one whose process died (its Raft port refuses connections) within about 1-2x --raft_lease_timeout")
+	f.raftLease = durationFlag(fs, "raft_lease_timeout", 0,
+		"mezzo only: the leader steps down after this long without hearing from a quorum, and the election timeout once the leader's process is found dead; at most --raft_timeout (default: half of it). Raise it towards --raft_timeout if leadership changes under heavy CPU load")
 	return f
 }
 
@@ -118,7 +120,7 @@ func startMaster(ctx context.Context, f *masterFlags, fs *flag.FlagSet, ln net.L
 		}
 	case "replicated_log", "":
 		rc := registryConfig{workDir: f.workDir, bindIP: f.ip, strict: f.registryStrict,
-			raftTimeout: *f.raftTimeout, storeTimeout: *f.registryStoreTimeout, onFatal: onFatal, log: log}
+			raftTimeout: *f.raftTimeout, raftLease: *f.raftLease, storeTimeout: *f.registryStoreTimeout, onFatal: onFatal, log: log}
 		if f.masters != "" {
 			rc.masters, rc.self, err = parseMasters(f.masters, f.ip, hostnameOr(f.hostname), port)
 			if err != nil {
