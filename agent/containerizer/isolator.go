@@ -60,23 +60,16 @@ type LaunchSpec struct {
 	SysProcAttr *syscall.SysProcAttr
 	// Env is the environment the process gets; isolators may append.
 	Env []string
-	// HoldUntilIsolated asks the containerizer to tell the process when
-	// every isolator's Isolate has returned: it gets the read end of a pipe
-	// as descriptor ReleaseFD (named in its environment by ReleaseFDEnv),
-	// on which the containerizer writes one byte after the last Isolate,
-	// and which reaches end of file without that byte if the launch is
-	// aborted. Only a program that reads it waits: the init step of
-	// package pidns does (see pidns.Wrap).
-	HoldUntilIsolated bool
+	// OnForkThread runs, in order, on the OS thread that then starts the
+	// process, before it does: a cgroups v1 isolator moves that thread
+	// into the container's cgroups (writing its id, tid, to their `tasks`
+	// files), so the process is born in them and no code of it runs
+	// outside, with no init step to hold it. Each returns how to undo it,
+	// which runs on the same thread right after the start (the thread must
+	// not linger in the container's freezer cgroup, which a kill freezes);
+	// the thread is then discarded, never returning to other work.
+	OnForkThread []func(tid int) (undo func(), err error)
 }
-
-// The release pipe of a container launched with HoldUntilIsolated.
-const (
-	// ReleaseFDEnv names the descriptor the process reads.
-	ReleaseFDEnv = "MEZZO_CONTAINER_RELEASE_FD"
-	// ReleaseFD is the descriptor (the first after stdin, stdout, stderr).
-	ReleaseFD = 3
-)
 
 // noopIsolator stands for the posix isolators, which in Mesos only report
 // usage; usage statistics come with /monitor/statistics.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"sync"
 	"syscall"
@@ -163,24 +164,7 @@ func (m *Mesos) start(ctx context.Context, cfg *ContainerConfig, p *proc) (Conta
 	if len(cmd.Args) == 0 {
 		cmd.Args = []string{cfg.Path}
 	}
-	// release (HoldUntilIsolated) lets the process run once it is
-	// isolated: it blocks reading the pipe instead of polling for its
-	// placement. Both ends are closed when start returns; without the byte
-	// (an aborted launch) the process reads end of file and gives up.
-	var release *os.File
-	if spec.HoldUntilIsolated {
-		r, w, err := os.Pipe()
-		if err != nil {
-			cleanup()
-			return Container{}, fmt.Errorf("launch %s: %w", cfg.ContainerID, err)
-		}
-		defer r.Close()
-		defer w.Close()
-		release = w
-		cmd.ExtraFiles = []*os.File{r} // descriptor ReleaseFD
-		cmd.Env = append(cmd.Env, fmt.Sprintf("%s=%d", ReleaseFDEnv, ReleaseFD))
-	}
-	if err := cmd.Start(); err != nil {
+	if err := startCmd(cmd, spec.OnForkThread); err != nil {
 		cleanup()
 		return Container{}, fmt.Errorf("launch %s: %w", cfg.ContainerID, err)
 	}
@@ -206,14 +190,40 @@ func (m *Mesos) start(ctx context.Context, cfg *ContainerConfig, p *proc) (Conta
 			return abort(fmt.Errorf("isolator %s: %w", iso.Name(), err))
 		}
 	}
-	if release != nil {
-		// A failed write means the process has already ended, which reap
-		// reports as for any container.
-		_, _ = release.Write([]byte{1})
-	}
 	m.watchLimitations(p)
 	go m.reap(cmd, p, cleanup)
 	return Container{ID: cfg.ContainerID, Pid: p.pid, Started: p.started}, nil
+}
+
+// startCmd starts cmd, first running setup on the OS thread that forks it
+// (LaunchSpec.OnForkThread) and undoing it there afterwards. That thread
+// is locked to its goroutine and never unlocked, so Go terminates it when
+// the goroutine returns instead of reusing it.
+func startCmd(cmd *exec.Cmd, setup []func(tid int) (func(), error)) error {
+	if len(setup) == 0 {
+		return cmd.Start()
+	}
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		tid := syscall.Gettid()
+		var undos []func()
+		err := func() error {
+			for _, f := range setup {
+				undo, err := f(tid)
+				if err != nil {
+					return err
+				}
+				undos = append(undos, undo)
+			}
+			return cmd.Start()
+		}()
+		for i := len(undos) - 1; i >= 0; i-- {
+			undos[i]()
+		}
+		errc <- err
+	}()
+	return <-errc
 }
 
 func openLog(path string) (*os.File, error) {

@@ -312,37 +312,44 @@ func waitGone(t *testing.T, pid int) {
 	}
 }
 
-// holdingIsolator asks for the release pipe and, in Isolate, leaves a
-// marker in the sandbox the program can only see if it was held until
-// then.
-type holdingIsolator struct{ dir string }
+// forkThreadIsolator runs its OnForkThread hook on the launching thread
+// and records that the undo ran before Launch returned.
+type forkThreadIsolator struct{ tids, undone chan int }
 
-func (holdingIsolator) Name() string { return "test/hold" }
-func (holdingIsolator) Prepare(_ context.Context, _ *ContainerConfig, spec *LaunchSpec) error {
-	spec.HoldUntilIsolated = true
+func (forkThreadIsolator) Name() string { return "test/forkthread" }
+func (f forkThreadIsolator) Prepare(_ context.Context, _ *ContainerConfig, spec *LaunchSpec) error {
+	spec.OnForkThread = append(spec.OnForkThread, func(tid int) (func(), error) {
+		f.tids <- tid
+		return func() { f.undone <- tid }, nil
+	})
 	return nil
 }
-func (h holdingIsolator) Isolate(context.Context, string, int) error {
-	return os.WriteFile(filepath.Join(h.dir, "marker"), []byte("isolated\n"), 0o644)
-}
-func (holdingIsolator) Cleanup(context.Context, string) error { return nil }
+func (forkThreadIsolator) Isolate(context.Context, string, int) error { return nil }
+func (forkThreadIsolator) Cleanup(context.Context, string) error      { return nil }
 
-// HoldUntilIsolated: the process gets the release pipe as descriptor 3,
-// and its byte arrives only after every Isolate returned.
-func TestHoldUntilIsolated(t *testing.T) {
+// OnForkThread hooks run on one thread, and their undo has run on it by
+// the time Launch returns.
+func TestOnForkThread(t *testing.T) {
 	m := newTestMesos(t, nil)
-	dir := t.TempDir()
-	m.isolators = []Isolator{holdingIsolator{dir}}
-	script := `b=$(head -c1 <&3 | od -An -tx1 | tr -d ' '); echo "byte=$b fd=$` + ReleaseFDEnv + `"; cat marker; head -c1 <&3 | wc -c`
-	if _, err := m.Launch(waitCtx(t), shell("hold", dir, script)); err != nil {
+	iso := forkThreadIsolator{tids: make(chan int, 1), undone: make(chan int, 1)}
+	m.isolators = []Isolator{iso}
+	if _, err := m.Launch(waitCtx(t), shell("fork", t.TempDir(), "true")); err != nil {
 		t.Fatal(err)
 	}
-	if term, err := m.Wait(waitCtx(t), "hold"); err != nil || term.ExitCode != 0 {
-		t.Fatalf("Wait = %+v, %v", term, err)
+	select {
+	case tid := <-iso.tids:
+		select {
+		case u := <-iso.undone:
+			if u != tid {
+				t.Errorf("undone on thread %d, set up on %d", u, tid)
+			}
+		default:
+			t.Error("Launch returned before the undo ran")
+		}
+	default:
+		t.Fatal("the hook did not run")
 	}
-	out, _ := os.ReadFile(filepath.Join(dir, "stdout"))
-	// One byte, then end of file: the agent's ends are closed.
-	if want := "byte=01 fd=3\nisolated\n0\n"; string(out) != want {
-		t.Errorf("stdout %q, want %q", out, want)
+	if term, err := m.Wait(waitCtx(t), "fork"); err != nil || term.ExitCode != 0 {
+		t.Fatalf("Wait = %+v, %v", term, err)
 	}
 }

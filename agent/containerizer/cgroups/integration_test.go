@@ -42,14 +42,22 @@ func TestMesosContainerizerWithCgroupIsolators(t *testing.T) {
 		ContainerID: id,
 		Path:        os.Args[0],
 		Args:        []string{os.Args[0], "-test.run=^$"},
-		// No MEZZO_CGTEST_CGROUP: the isolators' init step must hold the
-		// program until it is placed.
+		// No MEZZO_CGTEST_CGROUP: the program forks at once, so it must
+		// be born in the container's cgroups.
 		Env:       []string{modeEnv + "=daemon", "MEZZO_CGTEST_PIDFILE=" + pidfile},
 		Dir:       sandbox,
 		Resources: res(0.25, 64),
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The thread that forked the program left the container's cgroups
+	// (a kill freezes them; a thread of ours in there would hang us).
+	tasks, _ := filepath.Glob("/proc/self/task/*/cgroup")
+	for _, f := range tasks {
+		if cg, err := os.ReadFile(f); err == nil && strings.Contains(string(cg), ":"+m.relPath(id)+"\n") {
+			t.Errorf("a thread of the agent is still in the container's cgroups (%s):\n%s", f, cg)
+		}
 	}
 	var daemon int
 	pollUntil(t, 10*time.Second, "the daemon's pid file", func() bool {

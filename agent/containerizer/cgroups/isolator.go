@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"mezzo/agent/containerizer"
-	"mezzo/agent/containerizer/pidns"
 )
 
 // Limiter is implemented by isolators that can detect a container
@@ -89,13 +88,12 @@ func (i *Isolator) Prepare(_ context.Context, cfg *containerizer.ContainerConfig
 			return err
 		}
 	}
-	if i.m.version == V1 && i.m.v1["freezer"] != "" {
-		// Close the v1 window between start and Isolate: the program runs
-		// behind an init step that waits until Isolate has placed it
-		// (freezer is written last), released by the containerizer's pipe
-		// once every isolator is done and checked in /proc/self/cgroup.
-		pidns.Wrap(cfg, spec, pidns.CgroupWaitEnv+"=freezer:"+i.m.relPath(cfg.ContainerID))
-		spec.HoldUntilIsolated = true
+	if i.m.version == V1 {
+		// Close the v1 window between start and Isolate: the process is
+		// forked by a thread already in the container's cgroups, so it is
+		// born there (v2 clones into its cgroup instead, see Prepare).
+		id := cfg.ContainerID
+		spec.OnForkThread = append(spec.OnForkThread, func(tid int) (func(), error) { return i.m.placeThread(id, tid) })
 	}
 	return nil
 }

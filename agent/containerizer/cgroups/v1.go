@@ -3,9 +3,11 @@ package cgroups
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/containerd/cgroups/v3/cgroup1"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -109,6 +111,59 @@ func (m *Manager) isolateV1(id string, pid int) error {
 		}
 	}
 	return nil
+}
+
+// placeThread moves thread tid of this process into container id's v1
+// cgroups (their `tasks` files), so that the process it forks next is
+// born in them (LaunchSpec.OnForkThread), and returns how to move it back
+// where it was. Each of the container's controllers does it all: the
+// writes are idempotent.
+func (m *Manager) placeThread(id string, tid int) (undo func(), err error) {
+	self, err := os.ReadFile(fmt.Sprintf("/proc/self/task/%d/cgroup", tid))
+	if err != nil {
+		return nil, fmt.Errorf("cgroups: reading the launching thread's cgroups: %w", err)
+	}
+	var back []string
+	undo = func() {
+		// Best effort: the thread is terminated right after anyway.
+		for _, dir := range back {
+			_ = os.WriteFile(filepath.Join(dir, "tasks"), []byte(strconv.Itoa(tid)), 0o644)
+		}
+	}
+	for _, d := range []string{"cpu", "cpuacct", "memory", "freezer"} {
+		dir := m.dir(d, id)
+		if dir == "" {
+			continue
+		}
+		orig := threadCgroup(string(self), d)
+		err := os.WriteFile(filepath.Join(dir, "tasks"), []byte(strconv.Itoa(tid)), 0o644)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // a hierarchy this container does not use
+		}
+		if err != nil {
+			undo()
+			return nil, fmt.Errorf("cgroups: container %s: placing the launching thread in %s: %w", id, dir, err)
+		}
+		back = append(back, filepath.Join(m.v1[d], orig))
+	}
+	return undo, nil
+}
+
+// threadCgroup is the path, in the hierarchy of controller d, of the
+// cgroup a /proc/<pid>/cgroup text lists ("/" if it lists none).
+func threadCgroup(text, d string) string {
+	for _, line := range strings.Split(text, "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		for _, c := range strings.Split(parts[1], ",") {
+			if c == d {
+				return parts[2]
+			}
+		}
+	}
+	return "/"
 }
 
 // errNoProcess is ESRCH from a cgroup.procs write.

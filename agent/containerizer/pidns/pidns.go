@@ -30,11 +30,6 @@ const (
 	// MountProcEnv ("1") asks for a private /proc (pid 1 of a new pid and
 	// mount namespace only).
 	MountProcEnv = "MEZZO_PIDNS_MOUNT_PROC"
-	// CgroupWaitEnv names a v1 controller and cgroup path
-	// ("freezer:/mezzo/<id>") the step waits to see in /proc/self/cgroup
-	// before exec: on cgroups v1 the agent moves the process after it
-	// started, and no program code may run before.
-	CgroupWaitEnv = "MEZZO_PIDNS_CGROUP_WAIT"
 )
 
 // selfExe is what the containerizer runs instead of the program: this very
@@ -76,8 +71,8 @@ func (i *Isolator) Prepare(_ context.Context, cfg *containerizer.ContainerConfig
 }
 
 // Wrap makes the container start with this binary's init step in front of
-// its program, with the step's settings env ("K=V", e.g. MountProcEnv or
-// CgroupWaitEnv) added. It is idempotent, so several isolators can each
+// its program, with the step's settings env ("K=V", e.g. MountProcEnv)
+// added. It is idempotent, so several isolators can each
 // ask for a step of their own, in any order. Only binaries that import
 // this package contain the step; the agent's does.
 func Wrap(cfg *containerizer.ContainerConfig, spec *containerizer.LaunchSpec, env ...string) {

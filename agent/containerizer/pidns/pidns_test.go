@@ -230,8 +230,8 @@ func TestPrepareRewritesProgram(t *testing.T) {
 		t.Errorf("env %v", spec.Env)
 	}
 	// Wrapping again (another isolator) keeps one step and adds settings once.
-	Wrap(cfg, spec, CgroupWaitEnv+"=freezer:/mezzo/c", MountProcEnv+"=1")
-	if got := strings.Join(spec.Env, " "); cfg.Path != "/proc/self/exe" || got != "A=1 "+ExecEnv+"=/bin/sh "+MountProcEnv+"=1 "+CgroupWaitEnv+"=freezer:/mezzo/c" {
+	Wrap(cfg, spec, MountProcEnv+"=1", "X=1")
+	if got := strings.Join(spec.Env, " "); cfg.Path != "/proc/self/exe" || got != "A=1 "+ExecEnv+"=/bin/sh "+MountProcEnv+"=1 X=1" {
 		t.Errorf("after a second Wrap: %q %v", cfg.Path, spec.Env)
 	}
 	if spec.SysProcAttr.Cloneflags != syscall.CLONE_NEWPID|syscall.CLONE_NEWNS || !spec.SysProcAttr.Setsid {
@@ -239,25 +239,6 @@ func TestPrepareRewritesProgram(t *testing.T) {
 	}
 	if err := iso.Prepare(context.Background(), &containerizer.ContainerConfig{}, spec); err == nil {
 		t.Error("Prepare accepted an empty program")
-	}
-}
-
-func TestInCgroup(t *testing.T) {
-	text := "12:pids:/\n4:memory:/mezzo/c1\n3:cpu,cpuacct:/mezzo/c1\n2:freezer:/other\n0::/\n"
-	tests := []struct {
-		want string
-		in   bool
-	}{
-		{"memory:/mezzo/c1", true},
-		{"cpuacct:/mezzo/c1", true},
-		{"freezer:/mezzo/c1", false},
-		{"pids:/mezzo/c1", false},
-		{"/mezzo/c1", false},
-	}
-	for _, tt := range tests {
-		if got := inCgroup(text, tt.want); got != tt.in {
-			t.Errorf("inCgroup(%q) = %v, want %v", tt.want, got, tt.in)
-		}
 	}
 }
 
@@ -276,33 +257,4 @@ func releasePipe(t *testing.T) (string, *os.File) {
 	}
 	t.Cleanup(func() { w.Close() })
 	return strconv.Itoa(fd), w
-}
-
-func TestAwaitRelease(t *testing.T) {
-	fd, w := releasePipe(t)
-	if _, err := w.Write([]byte{1}); err != nil {
-		t.Fatal(err)
-	}
-	if err := awaitRelease(fd, time.Now().Add(10*time.Second)); err != nil {
-		t.Errorf("released: %v", err)
-	}
-	n, _ := strconv.Atoi(fd)
-	if _, _, errno := syscall.Syscall(syscall.SYS_FCNTL, uintptr(n), syscall.F_GETFD, 0); errno != syscall.EBADF {
-		t.Errorf("the release descriptor is still open after the release (fcntl: %v)", errno)
-	}
-
-	fd, w = releasePipe(t)
-	w.Close() // the agent aborted the launch
-	if err := awaitRelease(fd, time.Now().Add(10*time.Second)); err == nil || !strings.Contains(err.Error(), "aborted") {
-		t.Errorf("aborted launch: %v", err)
-	}
-
-	fd, _ = releasePipe(t)
-	if err := awaitRelease(fd, time.Now()); err == nil || !strings.Contains(err.Error(), "not released") {
-		t.Errorf("no release before the deadline: %v", err)
-	}
-
-	if err := awaitRelease("x", time.Now()); err == nil {
-		t.Error("awaitRelease accepted a descriptor that is no number")
-	}
 }
