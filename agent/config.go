@@ -99,6 +99,10 @@ type Config struct {
 	// Isolation lists isolators, comma separated (--isolation); default
 	// containerizer.DefaultIsolation.
 	Isolation string
+	// DirectCommandTasks (--direct_command_tasks) runs the command tasks of
+	// frameworks that do not checkpoint without a command executor process
+	// when nothing needs one (directtask.go).
+	DirectCommandTasks bool
 	// Recover is --recover: RecoverReconnect (default) re-attaches to the
 	// executors a previous agent process left running; RecoverCleanup kills
 	// them and starts as a new agent.

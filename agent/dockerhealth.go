@@ -64,12 +64,12 @@ func dockerHealthCheck(t *mesos.TaskInfo) (*mesos.HealthCheck, error) {
 	return nil, fmt.Errorf("the health check's port %d is not published by a tcp port mapping", *port)
 }
 
-// startDockerHealth starts a Docker task's health check, if it has one.
-func (a *Agent) startDockerHealth(e *executor, t *task, launched time.Time) {
+// startDirectHealth starts a Docker task's health check, if it has one.
+func (a *Agent) startDirectHealth(e *executor, t *task, launched time.Time) {
 	if t.info.GetHealthCheck() == nil || e.health != nil {
 		return
 	}
-	check, err := dockerHealthCheck(t.info)
+	check, err := directHealthCheck(e, t.info)
 	if err == nil {
 		e.health, err = health.New(check, health.Options{Clock: a.clock, LaunchTime: launched})
 	}
@@ -79,12 +79,12 @@ func (a *Agent) startDockerHealth(e *executor, t *task, launched time.Time) {
 	}
 	hc := e.health
 	hc.Start(context.Background(), func(r health.Result) {
-		a.post(func() { a.dockerHealthResult(e, t, hc, r) })
+		a.post(func() { a.directHealthResult(e, t, hc, r) })
 	})
 }
 
-// dockerHealthResult handles one Result of checker hc (loop).
-func (a *Agent) dockerHealthResult(e *executor, t *task, hc *health.Checker, r health.Result) {
+// directHealthResult handles one Result of checker hc (loop).
+func (a *Agent) directHealthResult(e *executor, t *task, hc *health.Checker, r health.Result) {
 	if e.health != hc || e.killing || t.terminal || e.phase != phaseRunning {
 		return // a late result of a checker already stopped
 	}
@@ -97,18 +97,18 @@ func (a *Agent) dockerHealthResult(e *executor, t *task, hc *health.Checker, r h
 			return
 		}
 	}
-	a.dockerUpdate(e, t, mesos.TaskState_TASK_RUNNING,
+	a.directUpdate(e, t, mesos.TaskState_TASK_RUNNING,
 		mesos.TaskStatus_REASON_TASK_HEALTH_CHECK_STATUS_UPDATED.Enum(), r.Message, proto.Bool(r.Healthy))
 	if r.KillTask {
 		a.log.Info("killing the Docker task after failed health checks", "framework", e.fw.id,
 			"task", t.t.GetTaskId().GetValue(), "failures", r.ConsecutiveFailures)
 		e.healthKilled = true
-		a.killDockerTask(e, t, nil)
+		a.killDirectTask(e, t, nil)
 	}
 }
 
-// stopDockerHealth ends health checking (kill, termination).
-func (a *Agent) stopDockerHealth(e *executor) {
+// stopDirectHealth ends health checking (kill, termination).
+func (a *Agent) stopDirectHealth(e *executor) {
 	if e.health != nil {
 		e.health.Stop()
 		e.health = nil

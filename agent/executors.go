@@ -58,8 +58,8 @@ func (a *Agent) flushQueue(e *executor) {
 func (a *Agent) launched(e *executor, c containerizer.Container) {
 	e.launching = false
 	e.pid = c.Pid
-	if e.docker {
-		a.dockerLaunched(e)
+	if e.direct {
+		a.directLaunched(e)
 		return
 	}
 	if e.phase == phaseTerminating && e.conn == nil {
@@ -110,10 +110,10 @@ func (a *Agent) shutdownExecutor(e *executor) {
 	}
 	e.regTimer.Stop()
 	e.phase = phaseTerminating
-	if e.docker {
+	if e.direct {
 		// No executor to tell: the container gets its stop signal and the
 		// shutdown grace period.
-		a.stopDockerHealth(e)
+		a.stopDirectHealth(e)
 		if !e.launching {
 			a.destroyContainer(e, a.shutdownGrace(e))
 		}
@@ -160,7 +160,7 @@ func (a *Agent) executorExited(e *executor, term *containerizer.Termination) {
 	}
 	e.phase = phaseTerminated
 	e.launching = false
-	a.stopDockerHealth(e)
+	a.stopDirectHealth(e)
 	a.executorReregistered(e)
 	e.regTimer.Stop()
 	e.shutdownTimer.Stop()
@@ -174,7 +174,7 @@ func (a *Agent) executorExited(e *executor, term *containerizer.Termination) {
 		"termination", terminationText(term))
 	if !fw.shuttingDown {
 		for _, t := range e.liveTasks() {
-			if a.dockerTerminal(e, t, term) {
+			if a.directTerminal(e, t, term) {
 				continue
 			}
 			id := t.t.GetTaskId().GetValue()
@@ -300,8 +300,8 @@ func (a *Agent) killTask(m *protocol.AgentEvent_KillTask) {
 		return
 	}
 	e.killsSent[tid] = true
-	if e.docker {
-		a.killDockerTask(e, t, m.GetKillPolicy())
+	if e.direct {
+		a.killDirectTask(e, t, m.GetKillPolicy())
 		return
 	}
 	if e.phase != phaseRunning {

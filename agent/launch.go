@@ -243,6 +243,7 @@ func (a *Agent) newExecutor(fw *framework, info *mesos.ExecutorInfo, kind execut
 		tasks: map[string]*task{}, killsSent: map[string]bool{}, launching: true,
 		docker: kind == kindCommand && isDocker(info.GetContainer()) && a.docker != nil,
 	}
+	e.direct = e.docker || a.runsDirect(fw, kind, first)
 	e.directory = a.sandboxDir(fw.id, e.id, cid)
 	if err := os.MkdirAll(e.directory, 0o755); err != nil {
 		a.log.Error("creating sandbox", "dir", e.directory, "err", err)
@@ -262,7 +263,7 @@ func (a *Agent) newExecutor(fw *framework, info *mesos.ExecutorInfo, kind execut
 	a.attachSandbox(e)
 	fw.executors[e.id] = e
 	fw.order = append(fw.order, e.id)
-	if !e.docker { // a Docker task has no executor to subscribe
+	if !e.direct { // a direct task has no executor to subscribe
 		e.regTimer = a.after(a.cfg.ExecutorRegistrationTimeout, func() { a.registrationTimeout(e) })
 	}
 
@@ -282,13 +283,16 @@ func (a *Agent) newExecutor(fw *framework, info *mesos.ExecutorInfo, kind execut
 	}
 	uris := info.GetCommand().GetUris()
 	fetch := a.fetchOptions(fw, info)
-	var dockerTask *mesos.TaskInfo
-	var dockerEnv []string
-	if e.docker {
-		dockerTask = first.task
-		dockerEnv = a.dockerTaskEnv(fw, e, first.task)
+	var direct *mesos.TaskInfo
+	switch {
+	case e.docker:
+		direct = first.task
+		cfg.Env = a.dockerTaskEnv(fw, e, first.task)
+	case e.direct:
+		direct = first.task
+		directCommand(&cfg, first.task)
 	}
-	go a.startContainer(e, cfg, uris, fetch, dockerTask, dockerEnv)
+	go a.startContainer(e, cfg, uris, fetch, direct)
 	return e
 }
 
@@ -323,9 +327,10 @@ func (a *Agent) attachSandbox(e *executor) {
 }
 
 // startContainer fetches, launches and waits for the container (own
-// goroutine), reporting each step to the loop.
+// goroutine), reporting each step to the loop. direct is the task of a
+// direct executor (cfg then runs the task itself).
 func (a *Agent) startContainer(e *executor, cfg containerizer.ContainerConfig, uris []*mesos.CommandInfo_URI,
-	fetch fetcher.Options, dockerTask *mesos.TaskInfo, dockerEnv []string) {
+	fetch fetcher.Options, direct *mesos.TaskInfo) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
@@ -345,8 +350,11 @@ func (a *Agent) startContainer(e *executor, cfg containerizer.ContainerConfig, u
 	}
 	var c containerizer.Container
 	var err error
-	if dockerTask != nil {
-		c, err = a.launchDockerTask(ctx, e, cfg, dockerTask, dockerEnv)
+	if direct != nil {
+		a.post(func() { a.directStarting(e) })
+	}
+	if direct != nil && e.docker {
+		c, err = a.launchDockerTask(ctx, cfg, direct)
 	} else {
 		c, err = a.cz.Launch(ctx, cfg)
 	}

@@ -172,6 +172,10 @@ func (a *Agent) recoverExecutor(fw *framework, re *recoveredExecutor, c containe
 		tasks: map[string]*task{}, killsSent: map[string]bool{}, recovered: true,
 		docker: re.kind == kindCommand && isDocker(re.info.GetContainer()) && a.docker != nil,
 	}
+	// A direct task of the mesos containerizer belongs to a framework
+	// that does not checkpoint, which recovery ends below like any of its
+	// executors; only Docker tasks run on as direct tasks.
+	e.direct = e.docker
 	if old := fw.executors[e.id]; old != nil {
 		a.log.Warn("ignoring a second checkpointed executor with the same id", "framework", fw.id, "executor", e.id)
 		return
@@ -230,7 +234,7 @@ func (a *Agent) recoverExecutor(fw *framework, re *recoveredExecutor, c containe
 		a.waitContainer(e)
 		e.healthRecovered = true
 		for _, t := range e.liveTasks() {
-			a.startDockerHealth(e, t, a.clock.Now())
+			a.startDirectHealth(e, t, a.clock.Now())
 		}
 		a.log.Info("recovered Docker task", "framework", fw.id, "executor", e.id, "container", e.containerID)
 	default:

@@ -116,9 +116,11 @@ type executor struct {
 	// a child of this agent process).
 	recovered bool
 
-	// docker: a command task running directly in a Docker container, with
-	// no executor process (dockertask.go); killing: its kill has begun;
-	// healthKilled: for failing its health check; health: its checker.
+	// direct: a command task the agent runs with no executor process
+	// (directtask.go); docker: directly in a Docker container
+	// (dockertask.go); killing: its kill has begun; healthKilled: for
+	// failing its health check; health: its checker.
+	direct       bool
 	docker       bool
 	killing      bool
 	healthKilled bool

@@ -30,7 +30,7 @@ type agentFlags struct {
 	fetcherCacheSize                                               bytesValue
 	dockerSocket, sandboxDirectory                                 string
 	dockerRemoveDelay                                              *time.Duration
-	dockerKillOrphans                                              bool
+	dockerKillOrphans, directCommandTasks                          bool
 	// killOnExit makes the agent kill every executor when it stops (mezzo
 	// local); a standalone agent leaves checkpointing executors running.
 	killOnExit bool
@@ -58,6 +58,8 @@ func addAgentFlags(fs *flag.FlagSet, withMaster bool) *agentFlags {
 		"containerizers, comma separated: mesos, docker (tasks and executors whose ContainerInfo has type DOCKER), or docker,mesos")
 	fs.StringVar(&f.isolation, "isolation", "posix/cpu,posix/mem",
 		"isolators, comma separated: cgroups/cpu, cgroups/mem, cgroups/all, namespaces/pid, filesystem/posix, posix/cpu, posix/mem")
+	fs.BoolVar(&f.directCommandTasks, "direct_command_tasks", true,
+		"mezzo only: run the command tasks of frameworks that do not checkpoint without a command executor process (the agent plays the executor) unless they need one (COMMAND health checks, checks, max_completion_time, a ContainerInfo)")
 	fs.StringVar(&f.recover, "recover", "reconnect",
 		"after a restart: 'reconnect' to the executors left running, or 'cleanup' to kill them and register as a new agent")
 	fs.StringVar(&f.reconfigurationPolicy, "reconfiguration_policy", "equal",
@@ -121,6 +123,7 @@ func startAgent(ctx context.Context, f *agentFlags, ln net.Listener, client *htt
 		Containerizers:                f.containerizers,
 		Isolation:                     f.isolation,
 		Recover:                       f.recover,
+		DirectCommandTasks:            f.directCommandTasks,
 		ReconfigurationPolicy:         f.reconfigurationPolicy,
 		Cgroups: agent.CgroupsConfig{
 			Hierarchy: f.cgroupsHierarchy,
