@@ -32,6 +32,9 @@ type Agent struct {
 	log   *slog.Logger
 	clock clock.Clock
 	meta  metaDir
+	// runtime holds the records a reboot makes worthless (Config.RuntimeDir;
+	// the same as meta when none is configured).
+	runtime metaDir
 
 	cz containerizer.Containerizer
 	// docker is the docker containerizer the agent built
@@ -126,6 +129,7 @@ func New(cfg Config) (*Agent, error) {
 		log:        cfg.Logger,
 		clock:      cfg.Clock,
 		meta:       metaDir(cfg.WorkDir + "/meta"),
+		runtime:    runtimeMeta(cfg),
 		cz:         cfg.Containerizer,
 		files:      files.New(),
 		total:      total,

@@ -99,6 +99,13 @@ type Config struct {
 	// Isolation lists isolators, comma separated (--isolation); default
 	// containerizer.DefaultIsolation.
 	Isolation string
+	// RuntimeDir (--runtime_dir) holds the records that a reboot makes
+	// worthless, as Mesos's runtime directory: the containerizer's pid
+	// records, and the executor and task records of frameworks that do not
+	// checkpoint. On a tmpfs (/run) they cost no disk work, which with many
+	// short tasks is most of the agent's file system work. Empty: they live
+	// under <WorkDir>/meta with everything else.
+	RuntimeDir string
 	// DirectCommandTasks (--direct_command_tasks) runs the command tasks of
 	// frameworks that do not checkpoint without a command executor process
 	// when nothing needs one (directtask.go).

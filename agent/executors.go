@@ -236,7 +236,7 @@ func (a *Agent) maybeRemoveExecutor(e *executor) {
 	}
 	fw.completed = append(fw.completed, e)
 	if a.agentID != "" {
-		if err := a.meta.removeExecutor(a.agentID, fw.id, e.id); err != nil {
+		if err := a.eachMeta(func(m metaDir) error { return m.removeExecutor(a.agentID, fw.id, e.id) }); err != nil {
 			a.log.Warn("removing executor checkpoint", "framework", fw.id, "executor", e.id, "err", err)
 		}
 	}
@@ -268,7 +268,7 @@ func (a *Agent) maybeRemoveFramework(fw *framework) {
 		a.sum.CleanupFramework(fw.id)
 	}
 	if a.agentID != "" {
-		if err := a.meta.removeFramework(a.agentID, fw.id); err != nil {
+		if err := a.eachMeta(func(m metaDir) error { return m.removeFramework(a.agentID, fw.id) }); err != nil {
 			a.log.Warn("removing framework checkpoint", "framework", fw.id, "err", err)
 		}
 	}

@@ -151,7 +151,7 @@ func (a *Agent) launch(fw *framework, info *mesos.ExecutorInfo, kind executorKin
 	}
 	for _, ti := range tasks {
 		e.addTask(ti, fw.id, a.agentID)
-		if err := a.meta.checkpointTask(a.agentID, fw.id, e.id, e.containerID, ti, !cacheOnly(fw, a.bootID)); err != nil {
+		if err := a.recordsFor(fw).checkpointTask(a.agentID, fw.id, e.id, e.containerID, ti, !cacheOnly(fw, a.bootID)); err != nil {
 			a.log.Error("checkpointing task", "framework", fw.id, "task", ti.GetTaskId().GetValue(), "err", err)
 		}
 	}
@@ -257,7 +257,7 @@ func (a *Agent) newExecutor(fw *framework, info *mesos.ExecutorInfo, kind execut
 	}
 	// Checkpointed before the container starts, so that a restarted agent
 	// knows every container it may find running.
-	if err := a.meta.checkpointExecutor(a.agentID, fw.id, info, kind, cid, !cacheOnly(fw, a.bootID)); err != nil {
+	if err := a.recordsFor(fw).checkpointExecutor(a.agentID, fw.id, info, kind, cid, !cacheOnly(fw, a.bootID)); err != nil {
 		a.log.Error("checkpointing executor", "framework", fw.id, "executor", e.id, "err", err)
 	}
 	a.attachSandbox(e)

@@ -31,6 +31,13 @@ import (
 //	  .../executors/<ex>/runs/<container>/tasks/<task>/task.info  TaskInfo
 //	meta/updates/...                               owned by agent/statusupdate
 //	meta/containers/<container>/pid                owned by the mesos containerizer
+//
+// With a runtime directory (Config.RuntimeDir, a tmpfs), the
+// containerizer's pid records and the executor and task records of
+// frameworks that do not checkpoint live there instead, under the same
+// layout (<runtime_dir>/containers/..., <runtime_dir>/slaves/<id>/
+// frameworks/<fw>/executors/...); recovery reads both trees.
+//
 //	meta/docker/docker/<container>/logs.cursor     owned by the docker containerizer
 //
 // Unlike Mesos, the agent records frameworks, executors and tasks of every
@@ -42,6 +49,36 @@ import (
 // Every protobuf file is framed (see writeProto) so that a torn or corrupt
 // file is detected and named rather than half-read.
 type metaDir string
+
+// runtimeMeta is where the agent keeps records a reboot makes worthless:
+// Config.RuntimeDir, laid out as meta/, or meta/ itself.
+func runtimeMeta(cfg Config) metaDir {
+	if cfg.RuntimeDir == "" {
+		return metaDir(cfg.WorkDir + "/meta")
+	}
+	return metaDir(cfg.RuntimeDir)
+}
+
+// eachMeta applies a removal to meta/ and, if distinct, the runtime
+// directory: a framework's records may be in either (its checkpoint flag
+// can change when it re-registers).
+func (a *Agent) eachMeta(f func(metaDir) error) error {
+	err := f(a.meta)
+	if a.runtime != a.meta {
+		err = errors.Join(err, f(a.runtime))
+	}
+	return err
+}
+
+// recordsFor is where the executor and task records of framework fw go:
+// the runtime directory when a host crash would make them worthless
+// (cacheOnly), else meta/.
+func (a *Agent) recordsFor(fw *framework) metaDir {
+	if cacheOnly(fw, a.bootID) {
+		return a.runtime
+	}
+	return a.meta
+}
 
 func (m metaDir) root() string                   { return string(m) }
 func (m metaDir) bootIDPath() string             { return filepath.Join(string(m), "boot_id") }

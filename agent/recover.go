@@ -59,7 +59,7 @@ type recoveredExecutor struct {
 // A checkpoint file that exists but cannot be read is an error naming the
 // file (Mesos's --strict); files a crash may leave half-made (a directory
 // without its info file) are skipped.
-func recoverMeta(m metaDir, bootID string) (*recovered, error) {
+func recoverMeta(m, rt metaDir, bootID string) (*recovered, error) {
 	r := &recovered{}
 	if b, err := os.ReadFile(m.epochPath()); err == nil {
 		e, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
@@ -101,9 +101,19 @@ func recoverMeta(m metaDir, bootID string) (*recovered, error) {
 		if err != nil {
 			return nil, fmt.Errorf("recovering agent: %w", err)
 		}
-		if fw != nil {
-			r.frameworks = append(r.frameworks, fw)
+		if fw == nil {
+			continue
 		}
+		if rt != m {
+			// Executors of frameworks that do not checkpoint are recorded
+			// in the runtime directory.
+			more, err := recoverExecutors(filepath.Join(rt.slavesDir(), target, "frameworks", d, "executors"))
+			if err != nil {
+				return nil, fmt.Errorf("recovering agent: %w", err)
+			}
+			fw.executors = append(fw.executors, more...)
+		}
+		r.frameworks = append(r.frameworks, fw)
 	}
 	return r, nil
 }
@@ -120,21 +130,30 @@ func recoverFramework(dir string) (*recoveredFramework, error) {
 	if fi.GetId().GetValue() == "" {
 		return nil, &CorruptCheckpointError{File: filepath.Join(dir, "framework.info"), Reason: "no framework id"}
 	}
-	fw := &recoveredFramework{info: fi}
-	exDirs, err := readDirNames(filepath.Join(dir, "executors"))
+	executors, err := recoverExecutors(filepath.Join(dir, "executors"))
 	if err != nil {
 		return nil, err
 	}
+	return &recoveredFramework{info: fi, executors: executors}, nil
+}
+
+// recoverExecutors reads every executor directory under dir.
+func recoverExecutors(dir string) ([]*recoveredExecutor, error) {
+	exDirs, err := readDirNames(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []*recoveredExecutor
 	for _, d := range exDirs {
-		e, err := recoverExecutor(filepath.Join(dir, "executors", d))
+		e, err := recoverExecutor(filepath.Join(dir, d))
 		if err != nil {
 			return nil, err
 		}
 		if e != nil {
-			fw.executors = append(fw.executors, e)
+			out = append(out, e)
 		}
 	}
-	return fw, nil
+	return out, nil
 }
 
 func recoverExecutor(dir string) (*recoveredExecutor, error) {

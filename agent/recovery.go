@@ -22,15 +22,22 @@ import (
 // recovers the status update streams. The loop then rebuilds the
 // executors (recoverState).
 func (a *Agent) recoverCheckpoint() error {
-	rec, err := recoverMeta(a.meta, a.bootID)
+	rec, err := recoverMeta(a.meta, a.runtime, a.bootID)
 	if err != nil {
 		return err
 	}
-	runtimeDir := a.meta.containersDir()
+	runtimeDir := a.runtime.containersDir()
 	if rec.rebooted {
-		// The containers checkpointed there died with the previous boot.
+		// The containers checkpointed there died with the previous boot,
+		// and so did the executors recorded in the runtime directory (a
+		// tmpfs is empty after a reboot anyway).
 		if err := os.RemoveAll(runtimeDir); err != nil {
 			return fmt.Errorf("recovering agent: %w", err)
+		}
+		if a.runtime != a.meta {
+			if err := os.RemoveAll(a.runtime.slavesDir()); err != nil {
+				return fmt.Errorf("recovering agent: %w", err)
+			}
 		}
 		a.log.Info("the host rebooted since the agent's checkpoint; registering as a new agent",
 			"checkpointed_boot_id", rec.bootID, "boot_id", a.bootID)
@@ -316,7 +323,7 @@ func (a *Agent) forgetTask(e *executor, taskID string) {
 	if a.agentID == "" {
 		return
 	}
-	if err := a.meta.removeTask(a.agentID, e.fw.id, e.id, e.containerID, taskID); err != nil {
+	if err := a.eachMeta(func(m metaDir) error { return m.removeTask(a.agentID, e.fw.id, e.id, e.containerID, taskID) }); err != nil {
 		a.log.Warn("removing task checkpoint", "task", taskID, "err", err)
 	}
 }

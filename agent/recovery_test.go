@@ -128,13 +128,27 @@ func TestRecoveryReregistrationTimeout(t *testing.T) {
 
 // Executors of non-checkpointing frameworks do not outlive the agent;
 // after the restart each of their tasks gets exactly one terminal update.
+// With a runtime directory their records are kept there, not in meta/.
 func TestRecoveryNonCheckpointing(t *testing.T) {
+	t.Run("records in meta", func(t *testing.T) { testRecoveryNonCheckpointing(t, "") })
+	t.Run("records in the runtime directory", func(t *testing.T) { testRecoveryNonCheckpointing(t, t.TempDir()) })
+}
+
+func testRecoveryNonCheckpointing(t *testing.T, runtimeDir string) {
 	m := newFakeMaster(t)
-	ta := startTestAgent(t, m, nil)
+	ta := startTestAgent(t, m, func(c *Config) { c.RuntimeDir = runtimeDir })
 	sub := register(t, m, 1)
 	sub.send(runTask(frameworkInfo("F1"), customTask("t1", "ex-t1", "exec sleep 30"), 1))
 	var pid int
 	eventually(t, "executor started", func() bool { pid = pidOf(t, ta, "F1", "ex-t1"); return pid > 0 })
+	if runtimeDir != "" {
+		inMeta, _ := filepath.Glob(filepath.Join(ta.dir, "meta", "slaves", "*", "frameworks", "F1", "executors", "ex-t1"))
+		inRuntime, _ := filepath.Glob(filepath.Join(runtimeDir, "slaves", "*", "frameworks", "F1", "executors", "ex-t1", "executor.info"))
+		pids, _ := filepath.Glob(filepath.Join(runtimeDir, "containers", "*", "pid"))
+		if len(inMeta) != 0 || len(inRuntime) != 1 || len(pids) != 1 {
+			t.Fatalf("executor records: %v in meta, %v in the runtime directory; pid records %v", inMeta, inRuntime, pids)
+		}
+	}
 	if _, err := restartTestAgent(t, m, ta, nil); err != nil {
 		t.Fatal(err)
 	}

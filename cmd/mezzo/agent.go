@@ -2,14 +2,19 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"mezzo/agent"
@@ -28,7 +33,7 @@ type agentFlags struct {
 	cgroupsEnableCFS, cgroupsLimitSwap                             bool
 	fetcherCacheDir, fetcherAllowedDirs                            string
 	fetcherCacheSize                                               bytesValue
-	dockerSocket, sandboxDirectory                                 string
+	dockerSocket, sandboxDirectory, runtimeDir                     string
 	dockerRemoveDelay                                              *time.Duration
 	dockerKillOrphans, directCommandTasks                          bool
 	// killOnExit makes the agent kill every executor when it stops (mezzo
@@ -58,6 +63,8 @@ func addAgentFlags(fs *flag.FlagSet, withMaster bool) *agentFlags {
 		"containerizers, comma separated: mesos, docker (tasks and executors whose ContainerInfo has type DOCKER), or docker,mesos")
 	fs.StringVar(&f.isolation, "isolation", "posix/cpu,posix/mem",
 		"isolators, comma separated: cgroups/cpu, cgroups/mem, cgroups/all, namespaces/pid, filesystem/posix, posix/cpu, posix/mem")
+	fs.StringVar(&f.runtimeDir, "runtime_dir", "",
+		"where records a reboot makes worthless live (the containerizer's pid records, the executor and task records of frameworks that do not checkpoint), as Mesos's --runtime_dir; agents on one host need distinct ones (default: <tmpfs>/mezzo/<hash of --work_dir> on /run if it is a tmpfs, else /dev/shm; under --work_dir if neither can be written)")
 	fs.BoolVar(&f.directCommandTasks, "direct_command_tasks", true,
 		"mezzo only: run the command tasks of frameworks that do not checkpoint without a command executor process (the agent plays the executor) unless they need one (COMMAND health checks, checks, max_completion_time, a ContainerInfo)")
 	fs.StringVar(&f.recover, "recover", "reconnect",
@@ -104,6 +111,10 @@ func startAgent(ctx context.Context, f *agentFlags, ln net.Listener, client *htt
 			allowed = append(allowed, d)
 		}
 	}
+	runtimeDir := f.runtimeDir
+	if runtimeDir == "" {
+		runtimeDir = defaultRuntimeDir(f.workDir)
+	}
 	cacheSize := int64(f.fetcherCacheSize)
 	if cacheSize == 0 {
 		cacheSize = -1 // 0B: no cache (agent.Config's zero means the default)
@@ -123,6 +134,7 @@ func startAgent(ctx context.Context, f *agentFlags, ln net.Listener, client *htt
 		Containerizers:                f.containerizers,
 		Isolation:                     f.isolation,
 		Recover:                       f.recover,
+		RuntimeDir:                    runtimeDir,
 		DirectCommandTasks:            f.directCommandTasks,
 		ReconfigurationPolicy:         f.reconfigurationPolicy,
 		Cgroups: agent.CgroupsConfig{
@@ -155,12 +167,42 @@ func startAgent(ctx context.Context, f *agentFlags, ln net.Listener, client *htt
 		<-ctx.Done()
 		if f.killOnExit {
 			a.Shutdown() // mezzo local: nothing may outlive the cluster
+			if runtimeDir != "" {
+				os.RemoveAll(runtimeDir) // nothing left for it to describe
+			}
 		} else {
 			a.Stop() // checkpointing executors keep running for the next agent
 		}
 	}()
 	return r, nil
 }
+
+// defaultRuntimeDir is --runtime_dir's default: a directory of its own
+// (agents on one host must not share one, so named after the work
+// directory) on a tmpfs this process can write, so those records cost no
+// disk work: under /run where it is a tmpfs (most distributions), else
+// under /dev/shm; "" (under --work_dir) if neither is.
+func defaultRuntimeDir(workDir string) string {
+	abs, err := filepath.Abs(workDir)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(abs))
+	for _, base := range []string{"/run", "/dev/shm"} {
+		var st syscall.Statfs_t
+		if err := syscall.Statfs(base, &st); err != nil || st.Type != tmpfsMagic {
+			continue
+		}
+		dir := filepath.Join(base, "mezzo", hex.EncodeToString(sum[:6]))
+		if err := os.MkdirAll(dir, 0o755); err == nil {
+			return dir
+		}
+	}
+	return ""
+}
+
+// tmpfsMagic is statfs's f_type of a tmpfs (TMPFS_MAGIC).
+const tmpfsMagic = 0x01021994
 
 func runAgent(args []string, _, stderr io.Writer) int {
 	fs := newFlagSet("agent", stderr)
