@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 
 	"mezzo/agent/containerizer"
 	"mezzo/api/mesos"
+	"mezzo/executor/health"
 )
 
 // Direct tasks. The agent can play a command task's executor itself, with
@@ -106,9 +108,9 @@ func (a *Agent) killDirectTask(e *executor, t *task, policy *mesos.KillPolicy) {
 }
 
 // directTerminal reports the end of a direct task from its container's
-// termination, as Mesos's command and docker executors do: TASK_KILLED when it was killed
-// (healthy=false when for failing its health check), TASK_FINISHED for
-// exit code 0, TASK_FAILED otherwise. It reports false when the agent's
+// termination, as Mesos's command and docker executors do: TASK_KILLED
+// when it was killed (healthy=false when for failing its health check),
+// TASK_FINISHED for exit code 0, TASK_FAILED otherwise. It reports false when the agent's
 // generic rules apply instead (a limitation, or the agent ended it).
 func (a *Agent) directTerminal(e *executor, t *task, term *containerizer.Termination) bool {
 	if !e.direct || term == nil || term.Limitation != nil || e.pending != nil {
@@ -129,6 +131,10 @@ func (a *Agent) directTerminal(e *executor, t *task, term *containerizer.Termina
 	return true
 }
 
+// defaultKillGrace is the grace period of a kill without a kill policy
+// (Mesos's executors' default).
+const defaultKillGrace = 3 * time.Second
+
 // killGrace is the grace period of a kill: the KILL's policy, else the
 // task's, else defaultKillGrace.
 func killGrace(override *mesos.KillPolicy, t *mesos.TaskInfo) time.Duration {
@@ -142,7 +148,7 @@ func killGrace(override *mesos.KillPolicy, t *mesos.TaskInfo) time.Duration {
 }
 
 // runsDirect decides whether a new executor is a direct mesos-containerizer
-// task (see the package comment above).
+// task (see the comment at the top of this file).
 func (a *Agent) runsDirect(fw *framework, kind executorKind, first launchItem) bool {
 	if !a.cfg.DirectCommandTasks || kind != kindCommand || first.group != nil || fw.checkpoint() {
 		return false
@@ -151,11 +157,13 @@ func (a *Agent) runsDirect(fw *framework, kind executorKind, first launchItem) b
 	if t.GetContainer() != nil || t.GetCheck() != nil || t.GetMaxCompletionTime() != nil {
 		return false
 	}
-	switch t.GetHealthCheck().GetType() {
-	case mesos.HealthCheck_HTTP, mesos.HealthCheck_TCP:
-		return t.GetHealthCheck().Type != nil
+	hc := t.GetHealthCheck()
+	if hc == nil {
+		return true
 	}
-	return t.GetHealthCheck() == nil
+	// The agent probes HTTP and TCP checks itself; COMMAND checks run in
+	// the container.
+	return hc.Type != nil && (hc.GetType() == mesos.HealthCheck_HTTP || hc.GetType() == mesos.HealthCheck_TCP)
 }
 
 // directCommand makes cfg run task t's command in place of the command
@@ -194,4 +202,72 @@ func directHealthCheck(e *executor, t *mesos.TaskInfo) (*mesos.HealthCheck, erro
 	default:
 		return nil, fmt.Errorf("%s health checks need the command executor", hc.GetType())
 	}
+}
+
+// Health checks of direct tasks are run by the agent with the same checker
+// (executor/health) and semantics as the built-in executors: every Result
+// is a TASK_RUNNING update with `healthy` set and reason
+// REASON_TASK_HEALTH_CHECK_STATUS_UPDATED, and a Result asking for it kills
+// the task (the terminal TASK_KILLED then carries healthy=false).
+
+// startDirectHealth starts a direct task's health check, if it has one.
+func (a *Agent) startDirectHealth(e *executor, t *task, launched time.Time) {
+	if t.info.GetHealthCheck() == nil || e.health != nil {
+		return
+	}
+	check, err := directHealthCheck(e, t.info)
+	if err == nil {
+		e.health, err = health.New(check, health.Options{Clock: a.clock, LaunchTime: launched})
+	}
+	if err != nil {
+		a.log.Warn("not health checking the task", "framework", e.fw.id, "task", t.t.GetTaskId().GetValue(), "err", err)
+		return
+	}
+	hc := e.health
+	hc.Start(context.Background(), func(r health.Result) {
+		a.post(func() { a.directHealthResult(e, t, hc, r) })
+	})
+}
+
+// directHealthResult handles one Result of checker hc (loop).
+func (a *Agent) directHealthResult(e *executor, t *task, hc *health.Checker, r health.Result) {
+	if e.health != hc || e.killing || t.terminal || e.phase != phaseRunning {
+		return // a late result of a checker already stopped
+	}
+	if e.healthRecovered {
+		// The checker was restarted after an agent restart: its first
+		// success is news only if the last health the agent still knows
+		// of (unacknowledged updates) was a failure.
+		e.healthRecovered = false
+		if h := lastHealth(t); r.Healthy && (h == nil || *h) {
+			return
+		}
+	}
+	a.directUpdate(e, t, mesos.TaskState_TASK_RUNNING,
+		mesos.TaskStatus_REASON_TASK_HEALTH_CHECK_STATUS_UPDATED.Enum(), r.Message, proto.Bool(r.Healthy))
+	if r.KillTask {
+		a.log.Info("killing the task after failed health checks", "framework", e.fw.id,
+			"task", t.t.GetTaskId().GetValue(), "failures", r.ConsecutiveFailures)
+		e.healthKilled = true
+		a.killDirectTask(e, t, nil)
+	}
+}
+
+// stopDirectHealth ends health checking (kill, termination).
+func (a *Agent) stopDirectHealth(e *executor) {
+	if e.health != nil {
+		e.health.Stop()
+		e.health = nil
+	}
+}
+
+// lastHealth is the `healthy` of the task's latest status that has one
+// (nil if none has).
+func lastHealth(t *task) *bool {
+	for i := len(t.t.Statuses) - 1; i >= 0; i-- {
+		if h := t.t.Statuses[i].Healthy; h != nil {
+			return h
+		}
+	}
+	return nil
 }

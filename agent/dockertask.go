@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"time"
 
 	"mezzo/agent/containerizer"
 	"mezzo/agent/containerizer/docker"
@@ -14,10 +13,6 @@ import (
 // has the docker containerizer: a direct task (directtask.go), the agent
 // playing Mesos's docker executor. Its health check (HTTP and TCP checks)
 // probes the host port a BRIDGE port mapping publishes (dockerhealth.go).
-
-// defaultKillGrace is the grace period of a kill without a kill policy
-// (Mesos's executors' default).
-const defaultKillGrace = 3 * time.Second
 
 // isDocker tells whether a ContainerInfo asks for a Docker container. The
 // type field is tested itself: GetType of an unset type is DOCKER.
