@@ -21,10 +21,9 @@
 // be held across all of that anyway, and every reader (/master/state, the
 // operator API) would then contend with offers. With one owner, invariants
 // hold by construction between events, readers use an immutable Snapshot
-// published after changes (at once, or, when building it is costly, after
-// a pause that bounds building to about a quarter of the loop's time:
-// publish.go; a caller's reply always waits for the snapshot showing its
-// change), and slow work (HTTP writes, disk, JSON
+// the loop builds when they ask for one (throttled by the build's cost;
+// publish.go; a caller that got its reply always reads a snapshot showing
+// its change), and slow work (HTTP writes, disk, JSON
 // rendering) happens off the loop: the loop only enqueues outbound events on
 // per-subscriber queues that never block it.
 //

@@ -179,9 +179,8 @@ func (m *Mesos) start(ctx context.Context, cfg *ContainerConfig, p *proc) (Conta
 		m.forgetRuntime(cfg.ContainerID)
 		return Container{}, fmt.Errorf("launch %s: %w", cfg.ContainerID, err)
 	}
-	// Checkpoint the process before Isolate lets it run (isolators that
-	// place it after the start hold it in their init step until then), so
-	// an agent crash cannot leave an executor nobody knows about.
+	// Checkpoint the process before Isolate, so an agent crash cannot
+	// leave an executor nobody knows about.
 	if err := m.checkpointRuntime(cfg.ContainerID, p.pid, p.started); err != nil {
 		return abort(err)
 	}
