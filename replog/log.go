@@ -336,15 +336,23 @@ func (l *Log) Stats() map[string]string { return l.raft.Stats() }
 // DiskUsage is the size in bytes of the node's files under Dir.
 func (l *Log) DiskUsage() (int64, error) { return DirSize(l.cfg.Dir) }
 
-// DirSize sums the sizes of the regular files under dir.
+// DirSize sums the sizes of the regular files under dir. Files that
+// disappear while it walks (Raft reaps old snapshots concurrently) are not
+// counted, rather than failing the walk.
 func DirSize(dir string) (int64, error) {
 	var n int64
-	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) && path != dir {
+			return nil
+		}
 		if err != nil {
 			return err
 		}
 		if d.Type().IsRegular() {
 			info, err := d.Info()
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
 			if err != nil {
 				return err
 			}

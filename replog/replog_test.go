@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -419,5 +421,24 @@ func TestConfigValidation(t *testing.T) {
 	c, err := (&Config{Dir: "x"}).withDefaults()
 	if err != nil || c.ID != SingleNodeID || len(c.Peers) != 1 || !c.single || c.HeartbeatTimeout != 20*time.Millisecond {
 		t.Fatalf("single-node defaults: %+v, %v", c, err)
+	}
+}
+
+// DirSize counts what is there and survives files vanishing under it.
+func TestDirSize(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "a", "b"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for p, n := range map[string]int{"x": 10, "a/y": 20, "a/b/z": 30} {
+		if err := os.WriteFile(filepath.Join(dir, p), make([]byte, n), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := DirSize(dir); err != nil || n != 60 {
+		t.Fatalf("DirSize = %d, %v; want 60", n, err)
+	}
+	if _, err := DirSize(filepath.Join(dir, "missing")); err == nil {
+		t.Fatal("DirSize of a missing directory: no error")
 	}
 }
