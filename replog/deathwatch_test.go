@@ -94,20 +94,23 @@ func TestLeaderDeathHastensElection(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// While the leader lives, nobody hastens anything.
 	var rest []*node
+	for _, n := range nodes {
+		if n == lead {
+			continue
+		}
+		rest = append(rest, n)
+		if h := n.log.hastened.Load(); h != 0 {
+			t.Fatalf("%s hastened %d elections while the leader lived", n.log.ID(), h)
+		}
+	}
 	for i, n := range nodes {
 		if n == lead {
 			if err := n.log.raft.Shutdown().Error(); err != nil {
 				t.Fatal(err)
 			}
 			layers[i].kill()
-			continue
-		}
-		rest = append(rest, n)
-	}
-	for _, n := range rest {
-		if h := n.log.hastened.Load(); h != 0 {
-			t.Fatalf("%s hastened %d elections while the leader lived", n.log.ID(), h)
 		}
 	}
 	deadline := time.Now().Add(slow / 3)
