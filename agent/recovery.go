@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
 	"mezzo/agent/containerizer"
 	"mezzo/agent/statusupdate"
 	"mezzo/api/mesos"
+	"mezzo/internal/atomicfile"
 	"mezzo/internal/stout"
 
 	"google.golang.org/protobuf/proto"
@@ -41,6 +44,11 @@ func (a *Agent) recoverCheckpoint() error {
 		}
 		a.log.Info("the host rebooted since the agent's checkpoint; registering as a new agent",
 			"checkpointed_boot_id", rec.bootID, "boot_id", a.bootID)
+	}
+	if a.runtime != a.meta {
+		if err := moveTree(a.meta.containersDir(), runtimeDir); err != nil {
+			return fmt.Errorf("recovering agent: moving container records to the runtime directory: %w", err)
+		}
 	}
 	if rec.info != nil && a.cfg.Recover == RecoverReconnect {
 		if err := checkReconfiguration(a.cfg.ReconfigurationPolicy, rec.info, a.agentInfo()); err != nil {
@@ -338,4 +346,37 @@ func (a *Agent) destroy(id string, grace time.Duration) {
 			a.post(func() { a.metrics.containerDestroyErrors++ })
 		}
 	}()
+}
+
+// moveTree moves the files under from (container records an agent without
+// a runtime directory left under meta/) to the same paths under to, then
+// removes from, so that a restart with a runtime directory still finds the
+// containers the previous agent ran. Files already present under to win.
+// The two may be on different file systems, so files are copied.
+func moveTree(from, to string) error {
+	if _, err := os.Stat(from); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	err := filepath.WalkDir(from, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(from, path)
+		if err != nil {
+			return err
+		}
+		dst := filepath.Join(to, rel)
+		if _, err := os.Stat(dst); err == nil {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return atomicfile.WriteFile(dst, data)
+	})
+	if err != nil {
+		return err
+	}
+	return os.RemoveAll(from)
 }

@@ -177,6 +177,37 @@ func testRecoveryNonCheckpointing(t *testing.T, runtimeDir string) {
 	})
 }
 
+// An agent restarted with a runtime directory finds the containers a
+// previous agent recorded under meta/ (before it had one): their records
+// move to the runtime directory, and its checkpointing executor is
+// recovered with the same pid.
+func TestRecoveryMovesRecordsToRuntimeDir(t *testing.T) {
+	m := newFakeMaster(t)
+	ta := startTestAgent(t, m, nil) // records under meta/
+	sub := register(t, m, 1)
+	sub.send(runTask(checkpointingFramework("F1"), customTask("t1", "ex-t1", "exec sleep 30"), 1))
+	var pid int
+	eventually(t, "executor started", func() bool { pid = pidOf(t, ta, "F1", "ex-t1"); return pid > 0 })
+	old, _ := filepath.Glob(filepath.Join(ta.dir, "meta", "containers", "*", "pid"))
+	if len(old) != 1 {
+		t.Fatalf("pid records under meta/: %v", old)
+	}
+	runtimeDir := t.TempDir()
+	ta2, err := restartTestAgent(t, m, ta, func(c *Config) { c.RuntimeDir = runtimeDir })
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved, _ := filepath.Glob(filepath.Join(runtimeDir, "containers", "*", "pid"))
+	left, _ := filepath.Glob(filepath.Join(ta.dir, "meta", "containers", "*"))
+	if len(moved) != 1 || len(left) != 0 {
+		t.Fatalf("after the restart: %v in the runtime directory, %v left under meta/", moved, left)
+	}
+	if !alive(pid) {
+		t.Fatal("the checkpointing executor died across the restart")
+	}
+	eventually(t, "the executor recovered", func() bool { return pidOf(t, ta2, "F1", "ex-t1") == pid })
+}
+
 // --recover=cleanup kills what the previous agent left and registers anew.
 func TestRecoverCleanup(t *testing.T) {
 	m := newFakeMaster(t)
