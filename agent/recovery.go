@@ -38,8 +38,10 @@ func (a *Agent) recoverCheckpoint() error {
 			return fmt.Errorf("recovering agent: %w", err)
 		}
 		if a.runtime != a.meta {
-			if err := os.RemoveAll(a.runtime.slavesDir()); err != nil {
-				return fmt.Errorf("recovering agent: %w", err)
+			for _, dir := range []string{a.runtime.slavesDir(), a.meta.containersDir()} {
+				if err := os.RemoveAll(dir); err != nil {
+					return fmt.Errorf("recovering agent: %w", err)
+				}
 			}
 		}
 		a.log.Info("the host rebooted since the agent's checkpoint; registering as a new agent",
