@@ -9,7 +9,6 @@ import (
 
 	"mezzo/agent/containerizer"
 	"mezzo/agent/httpapi"
-	"mezzo/agent/statusupdate"
 	"mezzo/api/executorpb"
 	"mezzo/api/mesos"
 	"mezzo/api/protocol"
@@ -173,7 +172,7 @@ func (a *Agent) executorUpdate(fw *framework, e *executor, status *mesos.TaskSta
 	if st.Timestamp == nil {
 		st.Timestamp = proto.Float64(float64(a.clock.Now().UnixNano()) / 1e9)
 	}
-	if statusupdate.IsTerminal(st.GetState()) && st.GetState() != mesos.TaskState_TASK_FINISHED {
+	if mesos.IsTerminal(st.GetState()) && st.GetState() != mesos.TaskState_TASK_FINISHED {
 		// The container hit a limit (e.g. its task was OOM-killed): that,
 		// not the executor's view of its child's death, is why the task
 		// ended, as Mesos reports it.

@@ -104,7 +104,7 @@ func (a *Agent) killDirectTask(e *executor, t *task, policy *mesos.KillPolicy) {
 	if e.fw.hasCapability(mesos.FrameworkInfo_Capability_TASK_KILLING_STATE) {
 		a.directUpdate(e, t, mesos.TaskState_TASK_KILLING, nil, "", nil)
 	}
-	a.destroyContainer(e, killGrace(policy, t.info))
+	a.destroyContainer(e, mesos.KillGracePeriod(policy, t.info))
 }
 
 // directTerminal reports the end of a direct task from its container's
@@ -129,22 +129,6 @@ func (a *Agent) directTerminal(e *executor, t *task, term *containerizer.Termina
 	}
 	a.directUpdate(e, t, state, nil, term.Message, healthy)
 	return true
-}
-
-// defaultKillGrace is the grace period of a kill without a kill policy
-// (Mesos's executors' default).
-const defaultKillGrace = 3 * time.Second
-
-// killGrace is the grace period of a kill: the KILL's policy, else the
-// task's, else defaultKillGrace.
-func killGrace(override *mesos.KillPolicy, t *mesos.TaskInfo) time.Duration {
-	if gp := override.GetGracePeriod(); gp != nil {
-		return time.Duration(max(gp.GetNanoseconds(), 0))
-	}
-	if gp := t.GetKillPolicy().GetGracePeriod(); gp != nil {
-		return time.Duration(max(gp.GetNanoseconds(), 0))
-	}
-	return defaultKillGrace
 }
 
 // runsDirect decides whether a new executor is a direct mesos-containerizer

@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"mezzo/agent/containerizer"
-	"mezzo/agent/statusupdate"
 	"mezzo/api/executorpb"
 	"mezzo/api/mesos"
 	"mezzo/api/protocol"
@@ -441,10 +440,10 @@ func (a *Agent) agentUpdateFor(fid string, fw *framework, e *executor, taskID st
 // update manager; it reports whether the manager took it.
 func (a *Agent) handleStatus(fid string, checkpoint bool, e *executor, st *mesos.TaskStatus) bool {
 	if e != nil {
-		if e.updateTaskState(st) && statusupdate.IsTerminal(st.GetState()) {
+		if e.updateTaskState(st) && mesos.IsTerminal(st.GetState()) {
 			a.countTerminal(st.GetState())
 		}
-	} else if statusupdate.IsTerminal(st.GetState()) {
+	} else if mesos.IsTerminal(st.GetState()) {
 		a.countTerminal(st.GetState())
 	}
 	u := &protocol.AgentCall_StatusUpdate{FrameworkId: &mesos.FrameworkID{Value: proto.String(fid)}, Status: st}

@@ -218,7 +218,7 @@ func (a *Agent) recoverExecutor(fw *framework, re *recoveredExecutor, c containe
 				t.t.Statuses = append(t.t.Statuses, st)
 			}
 			t.t.State = latest.State
-			if statusupdate.IsTerminal(latest.GetState()) {
+			if mesos.IsTerminal(latest.GetState()) {
 				t.terminal = true
 			}
 		}

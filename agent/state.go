@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"mezzo/agent/statusupdate"
 	"mezzo/api/executorpb"
 	"mezzo/api/mesos"
 	"mezzo/executor/health"
@@ -204,7 +203,7 @@ func (e *executor) updateTaskState(st *mesos.TaskStatus) bool {
 	kept := proto.Clone(st).(*mesos.TaskStatus)
 	kept.Data = nil
 	t.t.Statuses = append(t.t.Statuses, kept)
-	if statusupdate.IsTerminal(st.GetState()) {
+	if mesos.IsTerminal(st.GetState()) {
 		t.terminal = true
 	}
 	return true

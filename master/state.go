@@ -374,17 +374,6 @@ func timeInfo(t time.Time) *mesos.TimeInfo {
 
 func seconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
 
-// isTerminal reports whether a task in this state will never run again.
-func isTerminal(st mesos.TaskState) bool {
-	switch st {
-	case mesos.TaskState_TASK_FINISHED, mesos.TaskState_TASK_FAILED, mesos.TaskState_TASK_KILLED,
-		mesos.TaskState_TASK_ERROR, mesos.TaskState_TASK_LOST, mesos.TaskState_TASK_DROPPED,
-		mesos.TaskState_TASK_GONE, mesos.TaskState_TASK_GONE_BY_OPERATOR:
-		return true
-	}
-	return false
-}
-
 // stateFor maps a state to what a framework without PARTITION_AWARE may see.
 func stateFor(fw *framework, st mesos.TaskState) mesos.TaskState {
 	if fw != nil && fw.partitionAware() {

@@ -245,7 +245,7 @@ func (s *state) reregister(a *agent, st *AgentStream, sub *protocol.AgentCall_Su
 	var known []*mesos.Task
 	for _, fwID := range sortedKeys(a.tasks) {
 		for _, t := range sortedTasks(a.tasks[fwID]) {
-			if !isTerminal(t.proto.GetState()) {
+			if !mesos.IsTerminal(t.proto.GetState()) {
 				known = append(known, t.proto)
 			}
 		}
@@ -322,7 +322,7 @@ func (s *state) adoptReport(a *agent, sub *protocol.AgentCall_Subscribe, now tim
 		tp.AgentId = agentID(a.id)
 		tp.Resources = res.Proto()
 		t := &task{proto: tp, res: res, fwID: fwID, agentID: a.id, executorID: p.GetExecutorId().GetValue()}
-		t.recovered = isTerminal(tp.GetState())
+		t.recovered = mesos.IsTerminal(tp.GetState())
 		delete(fw.unreachableTasks, id)
 		s.addTask(t)
 		s.emit(&masterpb.Event{Type: masterpb.Event_TASK_ADDED.Enum(), TaskAdded: &masterpb.Event_TaskAdded{Task: tp}})
@@ -411,7 +411,7 @@ func (s *state) dropAgent(a *agent, newState func(*framework) mesos.TaskState, m
 				continue
 			}
 			ns := newState(fw)
-			if !isTerminal(t.proto.GetState()) {
+			if !mesos.IsTerminal(t.proto.GetState()) {
 				st := s.masterStatus(t, ns, mesos.TaskStatus_REASON_AGENT_REMOVED, msg, now)
 				if ns == mesos.TaskState_TASK_UNREACHABLE {
 					st.UnreachableTime = timeInfo(at)

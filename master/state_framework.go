@@ -189,7 +189,7 @@ func (s *state) removeFramework(fw *framework, now time.Time) {
 	agentsToTell := map[string]bool{}
 	for _, t := range sortedTasks(fw.tasks) {
 		agentsToTell[t.agentID] = true
-		if !isTerminal(t.proto.GetState()) {
+		if !mesos.IsTerminal(t.proto.GetState()) {
 			st := s.masterStatus(t, mesos.TaskState_TASK_KILLED, mesos.TaskStatus_REASON_FRAMEWORK_REMOVED,
 				"Framework "+fw.id+" removed", now)
 			s.applyStatus(t, st, st.GetState(), false)

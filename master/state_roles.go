@@ -747,7 +747,7 @@ func (s *state) revoke(fwID, agentID string, r resources.Resources, now time.Tim
 	s.prunePreempting()
 	var victims []*task
 	for _, t := range a.tasks[fwID] {
-		if t.recovered || isTerminal(t.proto.GetState()) || rs.preempting[fwID][t.id()] != "" {
+		if t.recovered || mesos.IsTerminal(t.proto.GetState()) || rs.preempting[fwID][t.id()] != "" {
 			continue
 		}
 		if role != "" && t.role(defaultRole(fw)) != role {
@@ -826,7 +826,7 @@ func (s *state) notePreemption(call *protocol.AgentCall) {
 			st.Message = proto.String(fmt.Sprintf("Task preempted by the master to meet the quota guarantee of a role (revocation; victim role '%s')", role))
 		}
 	}
-	if isTerminal(st.GetState()) {
+	if mesos.IsTerminal(st.GetState()) {
 		delete(s.roles.preempting[fwID], taskID)
 		if len(s.roles.preempting[fwID]) == 0 {
 			delete(s.roles.preempting, fwID)

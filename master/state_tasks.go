@@ -89,7 +89,7 @@ func (s *state) recoverTask(t *task) {
 // earlier updates await acknowledgement): when it is terminal the task's
 // resources go back to the allocator right away.
 func (s *state) applyStatus(t *task, st *mesos.TaskStatus, latest mesos.TaskState, fromAgent bool) {
-	if isTerminal(latest) && !isTerminal(t.proto.GetState()) {
+	if mesos.IsTerminal(latest) && !mesos.IsTerminal(t.proto.GetState()) {
 		s.countTerminal(latest)
 	}
 	p := proto.Clone(t.proto).(*mesos.Task)
@@ -102,7 +102,7 @@ func (s *state) applyStatus(t *task, st *mesos.TaskStatus, latest mesos.TaskStat
 	rec.Data = nil // Mesos keeps statuses without their data payload
 	p.Statuses = append(p.Statuses, rec)
 	t.proto = p
-	if isTerminal(latest) {
+	if mesos.IsTerminal(latest) {
 		s.recoverTask(t)
 	}
 	s.dirty = true
@@ -195,7 +195,7 @@ func (s *state) statusUpdate(a *agent, su *protocol.AgentCall_StatusUpdate, now 
 	} else {
 		s.forwardStatus(fw, st)
 	}
-	if isTerminal(st.GetState()) && len(uuid) == 0 {
+	if mesos.IsTerminal(st.GetState()) && len(uuid) == 0 {
 		s.completeTask(fw, t)
 	}
 }
@@ -215,7 +215,7 @@ func (s *state) acknowledge(fw *framework, ack *schedulerpb.Call_Acknowledge) {
 		return
 	}
 	if t := fw.tasks[ack.GetTaskId().GetValue()]; t != nil && t.agentID == a.id &&
-		isTerminal(t.proto.GetStatusUpdateState()) && bytes.Equal(t.proto.GetStatusUpdateUuid(), ack.GetUuid()) {
+		mesos.IsTerminal(t.proto.GetStatusUpdateState()) && bytes.Equal(t.proto.GetStatusUpdateUuid(), ack.GetUuid()) {
 		s.completeTask(fw, t)
 	}
 	s.ackToAgent(a, fw.id, ack.GetTaskId(), ack.GetUuid())

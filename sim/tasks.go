@@ -41,14 +41,9 @@ type simTask struct {
 	retry   *loopTimer
 }
 
+// isTerminal: an emulated agent treats TASK_UNREACHABLE as final too.
 func isTerminal(s mesos.TaskState) bool {
-	switch s {
-	case mesos.TaskState_TASK_FINISHED, mesos.TaskState_TASK_FAILED, mesos.TaskState_TASK_KILLED,
-		mesos.TaskState_TASK_LOST, mesos.TaskState_TASK_ERROR, mesos.TaskState_TASK_DROPPED,
-		mesos.TaskState_TASK_GONE, mesos.TaskState_TASK_GONE_BY_OPERATOR, mesos.TaskState_TASK_UNREACHABLE:
-		return true
-	}
-	return false
+	return mesos.IsTerminal(s) || s == mesos.TaskState_TASK_UNREACHABLE
 }
 
 // framework returns (creating) the state of a framework (loop).

@@ -183,7 +183,7 @@ func TestUpdateAfterTerminalRefused(t *testing.T) {
 		t.Fatalf("got %v, want ErrTerminated", err)
 	}
 	// Not terminal: UNREACHABLE.
-	if IsTerminal(mesos.TaskState_TASK_UNREACHABLE) || !IsTerminal(mesos.TaskState_TASK_GONE_BY_OPERATOR) {
+	if mesos.IsTerminal(mesos.TaskState_TASK_UNREACHABLE) || !mesos.IsTerminal(mesos.TaskState_TASK_GONE_BY_OPERATOR) {
 		t.Fatal("IsTerminal wrong")
 	}
 }

@@ -123,7 +123,7 @@ func TestPropertyStreams(t *testing.T) {
 					rt.Fatalf("update: %v", err)
 				}
 				ms.accepted = append(ms.accepted, u)
-				ms.terminal = IsTerminal(state)
+				ms.terminal = mesos.IsTerminal(state)
 				history[task] = append(history[task], uuidOf(u))
 			case 3: // duplicate of an accepted update
 				if len(ms.accepted) == 0 {
@@ -143,7 +143,7 @@ func TestPropertyStreams(t *testing.T) {
 					rt.Fatalf("ack of head: %v", err)
 				}
 				ms.acked++
-				if want := IsTerminal(p[0].GetStatus().GetState()); term != want {
+				if want := mesos.IsTerminal(p[0].GetStatus().GetState()); term != want {
 					rt.Fatalf("ack terminal=%v, want %v", term, want)
 				}
 				if term {

@@ -35,20 +35,6 @@ var (
 	ErrInvalidUpdate = errors.New("invalid status update")
 )
 
-// IsTerminal reports whether a task state is terminal (the task will not
-// change state again), as Mesos defines it. TASK_UNREACHABLE and
-// TASK_UNKNOWN are not terminal.
-func IsTerminal(s mesos.TaskState) bool {
-	switch s {
-	case mesos.TaskState_TASK_FINISHED, mesos.TaskState_TASK_FAILED,
-		mesos.TaskState_TASK_KILLED, mesos.TaskState_TASK_LOST,
-		mesos.TaskState_TASK_ERROR, mesos.TaskState_TASK_DROPPED,
-		mesos.TaskState_TASK_GONE, mesos.TaskState_TASK_GONE_BY_OPERATOR:
-		return true
-	}
-	return false
-}
-
 // streamKey identifies a stream: one per (framework, task).
 type streamKey struct{ framework, task string }
 
@@ -121,7 +107,7 @@ func (s *stream) check(u *protocol.AgentCall_StatusUpdate, id uuid.UUID) (bool, 
 func (s *stream) apply(u *protocol.AgentCall_StatusUpdate, id uuid.UUID) bool {
 	s.received[id] = true
 	s.latest = u.GetStatus()
-	if IsTerminal(u.GetStatus().GetState()) {
+	if mesos.IsTerminal(u.GetStatus().GetState()) {
 		s.terminal = true
 	}
 	s.pending = append(s.pending, u)
@@ -155,7 +141,7 @@ func (s *stream) applyAck(id uuid.UUID) (terminal bool) {
 	s.pending = s.pending[1:]
 	s.acknowledged[id] = true
 	s.next, s.interval = time.Time{}, RetryIntervalMin
-	return IsTerminal(head.GetStatus().GetState())
+	return mesos.IsTerminal(head.GetStatus().GetState())
 }
 
 // due reports whether the head should be forwarded at now.

@@ -201,7 +201,7 @@ func (e *commandExecutor) Kill(c *executor.Client, taskID *mesos.TaskID, policy 
 		e.logf("ignoring kill for unknown task %s", taskID.GetValue())
 		return
 	}
-	e.kill(c, proc.GracePeriod(policy, e.task.Info))
+	e.kill(c, mesos.KillGracePeriod(policy, e.task.Info))
 }
 
 func (e *commandExecutor) kill(c *executor.Client, grace time.Duration) {

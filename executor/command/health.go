@@ -5,7 +5,6 @@ import (
 	"mezzo/executor"
 	"mezzo/executor/health"
 	"mezzo/executor/internal/builtin"
-	"mezzo/executor/internal/proc"
 )
 
 // Health checking, as Mesos's command executor does it: the task's
@@ -39,7 +38,7 @@ func (e *commandExecutor) healthResult(c *executor.Client, hc *health.Checker, r
 	if r.KillTask {
 		e.logf("killing task %s after %d consecutive failed health checks", t.ID(), r.ConsecutiveFailures)
 		e.killedByHealthCheck = true
-		e.kill(c, proc.GracePeriod(nil, t.Info))
+		e.kill(c, mesos.KillGracePeriod(nil, t.Info))
 	}
 }
 

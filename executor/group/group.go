@@ -275,7 +275,7 @@ func (e *groupExecutor) terminate(c *executor.Client, m *member, state mesos.Tas
 			if other == m || other.terminal || other.task == nil || other.task.Killing {
 				continue
 			}
-			e.kill(c, other, proc.GracePeriod(nil, other.info))
+			e.kill(c, other, mesos.KillGracePeriod(nil, other.info))
 		}
 	}
 	e.maybeExit(c)
@@ -323,7 +323,7 @@ func (e *groupExecutor) Kill(c *executor.Client, taskID *mesos.TaskID, policy *m
 		e.logf("ignoring kill for task %s: it is not active", taskID.GetValue())
 		return
 	}
-	e.kill(c, m, proc.GracePeriod(policy, m.info))
+	e.kill(c, m, mesos.KillGracePeriod(policy, m.info))
 }
 
 func (e *groupExecutor) Acknowledged(c *executor.Client, _ *mesos.TaskID, _ []byte) {

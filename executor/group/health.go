@@ -1,10 +1,10 @@
 package group
 
 import (
+	mesos "mezzo/api/mesos"
 	"mezzo/executor"
 	"mezzo/executor/health"
 	"mezzo/executor/internal/builtin"
-	"mezzo/executor/internal/proc"
 )
 
 // Health checking, as Mesos's default executor does it: each task's
@@ -45,7 +45,7 @@ func (e *groupExecutor) healthResult(c *executor.Client, m *member, hc *health.C
 	if r.KillTask {
 		e.logf("killing task %s after %d consecutive failed health checks", id, r.ConsecutiveFailures)
 		e.unhealthy = true
-		e.kill(c, m, proc.GracePeriod(nil, m.info))
+		e.kill(c, m, mesos.KillGracePeriod(nil, m.info))
 	}
 }
 

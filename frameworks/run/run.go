@@ -279,7 +279,7 @@ func (r *runner) update(ctx context.Context, s *mesos.TaskStatus) (int, bool, er
 	if err := r.client.Acknowledge(ctx, s); err != nil {
 		fmt.Fprintf(r.opts.Log, "Acknowledge failed: %v\n", err)
 	}
-	if !ours || !IsTerminal(s.GetState()) {
+	if !ours || !mesos.IsTerminal(s.GetState()) {
 		return 0, false, nil
 	}
 	r.teardown()

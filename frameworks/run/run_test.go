@@ -432,8 +432,8 @@ func TestStatusLine(t *testing.T) {
 		mesos.TaskState_TASK_FINISHED: true, mesos.TaskState_TASK_GONE_BY_OPERATOR: true, mesos.TaskState_TASK_DROPPED: true,
 		mesos.TaskState_TASK_RUNNING: false, mesos.TaskState_TASK_UNREACHABLE: false, mesos.TaskState_TASK_KILLING: false,
 	} {
-		if run.IsTerminal(st) != want {
-			t.Errorf("IsTerminal(%v) = %v", st, !want)
+		if mesos.IsTerminal(st) != want {
+			t.Errorf("mesos.IsTerminal(%v) = %v", st, !want)
 		}
 	}
 }

@@ -32,15 +32,3 @@ func StatusLine(s *mesos.TaskStatus) string {
 	}
 	return b.String()
 }
-
-// IsTerminal reports whether a task in state st will not change state
-// again (the terminal states of Mesos's task state machine).
-func IsTerminal(st mesos.TaskState) bool {
-	switch st {
-	case mesos.TaskState_TASK_FINISHED, mesos.TaskState_TASK_FAILED, mesos.TaskState_TASK_KILLED,
-		mesos.TaskState_TASK_ERROR, mesos.TaskState_TASK_LOST, mesos.TaskState_TASK_DROPPED,
-		mesos.TaskState_TASK_GONE, mesos.TaskState_TASK_GONE_BY_OPERATOR:
-		return true
-	}
-	return false
-}

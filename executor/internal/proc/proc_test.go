@@ -75,29 +75,6 @@ func TestSignalName(t *testing.T) {
 	}
 }
 
-func TestGracePeriod(t *testing.T) {
-	kp := func(d time.Duration) *mesos.KillPolicy {
-		return &mesos.KillPolicy{GracePeriod: &mesos.DurationInfo{Nanoseconds: proto.Int64(int64(d))}}
-	}
-	task := &mesos.TaskInfo{KillPolicy: kp(7 * time.Second)}
-	tests := []struct {
-		override *mesos.KillPolicy
-		task     *mesos.TaskInfo
-		want     time.Duration
-	}{
-		{nil, nil, DefaultKillGracePeriod},
-		{nil, task, 7 * time.Second},
-		{kp(time.Second), task, time.Second},
-		{&mesos.KillPolicy{}, task, 7 * time.Second},
-		{kp(-5), nil, 0},
-	}
-	for i, tt := range tests {
-		if got := GracePeriod(tt.override, tt.task); got != tt.want {
-			t.Errorf("case %d: %v, want %v", i, got, tt.want)
-		}
-	}
-}
-
 // loop runs posted functions on one goroutine, like the client loop.
 type loop struct{ fns chan func() }
 

@@ -8,11 +8,6 @@ import (
 	"mezzo/internal/clock"
 )
 
-// DefaultKillGracePeriod is the SIGTERM-to-SIGKILL delay when neither the
-// KILL event nor the task carries a KillPolicy (Mesos's command and default
-// executors use 3 seconds).
-const DefaultKillGracePeriod = 3 * time.Second
-
 // Loop is how a Task reaches the executor's event loop: the clock it times
 // with and a function that runs work on the loop goroutine (Client.Post).
 type Loop struct {
@@ -95,18 +90,6 @@ func Watch(loop Loop, info *mesos.TaskInfo, p *Process, onExit func(*Task)) *Tas
 
 // ID is the task's ID.
 func (t *Task) ID() string { return t.Info.GetTaskId().GetValue() }
-
-// GracePeriod picks the kill grace period: the KILL event's policy, else the
-// task's, else DefaultKillGracePeriod.
-func GracePeriod(override *mesos.KillPolicy, task *mesos.TaskInfo) time.Duration {
-	if gp := override.GetGracePeriod(); gp != nil {
-		return time.Duration(max(gp.GetNanoseconds(), 0))
-	}
-	if gp := task.GetKillPolicy().GetGracePeriod(); gp != nil {
-		return time.Duration(max(gp.GetNanoseconds(), 0))
-	}
-	return DefaultKillGracePeriod
-}
 
 // Kill sends SIGTERM to the task's process group and SIGKILL after grace.
 // It reports true for the first kill. A later kill can only bring the
