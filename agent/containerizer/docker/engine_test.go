@@ -583,10 +583,13 @@ func TestRecoverAfterRestart(t *testing.T) {
 func TestPullOnlyWhenAbsent(t *testing.T) {
 	t.Parallel()
 	_, image := engine(t)
+	// Sandboxes first: cleanups run last-in first-out, so the containerizer
+	// (and the log copying into them) stops before they are removed.
+	sandboxes := []string{t.TempDir(), t.TempDir(), t.TempDir()}
 	proxy := newCountingProxy(t)
 	d := newTest(t, Config{Socket: "unix://" + proxy.socket})
 	ctx := ctxT(t)
-	if _, err := d.LaunchTask(ctx, TaskLaunch{ContainerID: "present", Sandbox: t.TempDir(),
+	if _, err := d.LaunchTask(ctx, TaskLaunch{ContainerID: "present", Sandbox: sandboxes[0],
 		Task: task(image, mesos.ContainerInfo_DockerInfo_NONE, "exit", "0")}); err != nil {
 		t.Fatal(err)
 	}
@@ -604,7 +607,7 @@ func TestPullOnlyWhenAbsent(t *testing.T) {
 	}
 
 	absent := "127.0.0.1:1/mezzo-test/absent:v1"
-	_, err := d.LaunchTask(ctx, TaskLaunch{ContainerID: "absent", Sandbox: t.TempDir(),
+	_, err := d.LaunchTask(ctx, TaskLaunch{ContainerID: "absent", Sandbox: sandboxes[1],
 		Task: task(absent, mesos.ContainerInfo_DockerInfo_NONE, "exit", "0")})
 	if err == nil || !strings.Contains(err.Error(), `failed to pull image "`+absent+`"`) {
 		t.Fatalf("launch error %v", err)
@@ -619,7 +622,7 @@ func TestPullOnlyWhenAbsent(t *testing.T) {
 		t.Errorf("containers %v", got)
 	}
 	// The ID is free again after a failed launch.
-	if _, err := d.LaunchTask(ctx, TaskLaunch{ContainerID: "absent", Sandbox: t.TempDir(),
+	if _, err := d.LaunchTask(ctx, TaskLaunch{ContainerID: "absent", Sandbox: sandboxes[1],
 		Task: task(image, mesos.ContainerInfo_DockerInfo_NONE, "exit", "0")}); err != nil {
 		t.Errorf("relaunch after a failed launch: %v", err)
 	}
