@@ -62,14 +62,18 @@ type Config struct {
 	// itself as soon as the timeout passes, so a restart serves quickly).
 	HeartbeatTimeout time.Duration
 	ElectionTimeout  time.Duration
-	// FastElectionTimeout replaces both once a follower finds the leader's
-	// process gone (its Raft port refuses connections; deathwatch.go), so
-	// the group elects a new leader within about this long instead of
-	// HeartbeatTimeout. It also bounds Raft's leader lease (a leader steps
-	// down after this long without hearing from a quorum), which Raft
-	// requires to be no longer than the heartbeat timeout. Default:
-	// HeartbeatTimeout/2.
-	FastElectionTimeout time.Duration
+	// LeaseTimeout is Raft's leader lease: a leader that has not heard
+	// from a quorum for this long steps down. Raft allows at most
+	// HeartbeatTimeout, the default: until then no follower may campaign
+	// anyway, and a shorter lease only makes a leader that is busy (say,
+	// with every agent re-registering after a failover) step down for
+	// nothing.
+	LeaseTimeout time.Duration
+	// CampaignStagger is how long each surviving voter waits for the one
+	// before it to win, once the leader's process is found gone
+	// (deathwatch.go): the first campaigns at once. Default:
+	// HeartbeatTimeout/4.
+	CampaignStagger time.Duration
 	// CommitTimeout is Raft's (default 50ms).
 	CommitTimeout time.Duration
 
@@ -151,11 +155,14 @@ func (c *Config) withDefaults() (Config, error) {
 	if cfg.ElectionTimeout == 0 {
 		cfg.ElectionTimeout = pick(single, 20*time.Millisecond, time.Second)
 	}
-	if cfg.FastElectionTimeout == 0 {
-		cfg.FastElectionTimeout = max(cfg.HeartbeatTimeout/2, 5*time.Millisecond)
+	if cfg.LeaseTimeout == 0 {
+		cfg.LeaseTimeout = cfg.HeartbeatTimeout
 	}
-	if cfg.FastElectionTimeout > cfg.HeartbeatTimeout {
-		return cfg, fmt.Errorf("replog: Config.FastElectionTimeout %v is longer than HeartbeatTimeout %v", cfg.FastElectionTimeout, cfg.HeartbeatTimeout)
+	if cfg.LeaseTimeout > cfg.HeartbeatTimeout {
+		return cfg, fmt.Errorf("replog: Config.LeaseTimeout %v is longer than HeartbeatTimeout %v", cfg.LeaseTimeout, cfg.HeartbeatTimeout)
+	}
+	if cfg.CampaignStagger == 0 {
+		cfg.CampaignStagger = max(cfg.HeartbeatTimeout/4, 5*time.Millisecond)
 	}
 	if cfg.CommitTimeout == 0 {
 		cfg.CommitTimeout = 50 * time.Millisecond
@@ -188,8 +195,7 @@ func (c *Config) raftConfig(notify chan bool) *raft.Config {
 	rc.LocalID = raft.ServerID(c.ID)
 	rc.HeartbeatTimeout = c.HeartbeatTimeout
 	rc.ElectionTimeout = c.ElectionTimeout
-	// The lease must fit the shortened timeouts of deathwatch.go too.
-	rc.LeaderLeaseTimeout = min(rc.LeaderLeaseTimeout, c.FastElectionTimeout)
+	rc.LeaderLeaseTimeout = c.LeaseTimeout
 	rc.CommitTimeout = c.CommitTimeout
 	rc.TrailingLogs = c.TrailingLogs
 	// Snapshots are driven by size (see SnapshotMinBytes); Raft's own

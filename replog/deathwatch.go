@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"slices"
 	"syscall"
 	"time"
 
@@ -18,13 +19,27 @@ import (
 // follower therefore keeps one idle connection open to the leader's Raft
 // port; when it ends, the follower dials again, and only a refused
 // connection (nothing listens there any more: the process is gone, not
-// merely slow or cut off) makes it shorten its heartbeat and election
-// timeouts to FastElectionTimeout until a new leader is known, and stop
-// naming the dead leader (Leader), so that its master holds requests for
-// the next leader instead of redirecting them to a dead address. A leader
-// that is partitioned or paused keeps its port open, so nothing changes
-// for it: Raft's normal timeouts apply, and the fast path can never
-// depose a live leader.
+// merely slow or cut off) counts as the leader's death. Then the follower
+// stops naming the dead leader (Leader), so that its master holds
+// requests for the next leader instead of redirecting them to a dead
+// address, and the surviving voters campaign in turn: the first in ID
+// order at once, each next one CampaignStagger later if no leader has
+// emerged by then (the first may be dead too, or its log behind).
+//
+// A follower campaigns by sending itself Raft's TimeoutNow, the message a
+// leader uses to hand leadership over: the follower campaigns at once,
+// and the others grant their vote although they still remember the dead
+// leader. Raft's votes and terms keep elections safe whoever starts them;
+// what this adds is only when a campaign starts. Shortening the heartbeat
+// timeout instead (as an earlier version did) would do the same, but Raft
+// requires the leader lease to be no longer than the heartbeat timeout,
+// so the lease had to be as short as the early campaign: a leader starved
+// of CPU by the re-registration storm after a failover then lost its
+// lease and stepped down again and again.
+//
+// A leader that is partitioned or paused keeps its port open, so nothing
+// changes for it: Raft's normal timeouts apply, and the fast path can
+// never depose a live leader.
 
 // probeDialTimeout bounds a dial to the leader's Raft port; a dial that
 // times out (a partition) proves nothing and is simply retried.
@@ -66,7 +81,7 @@ func (l *Log) watchLeaderProcess() {
 			case <-obs:
 			case <-l.closed:
 				return
-			case <-time.After(l.cfg.FastElectionTimeout):
+			case <-time.After(l.cfg.CampaignStagger):
 			}
 			continue
 		}
@@ -91,40 +106,76 @@ func (l *Log) watchLeaderProcess() {
 	}
 }
 
-// hastening is a period of shortened Raft timeouts after the leader at
-// dead was found gone.
+// hastening is the period after the leader at dead was found gone,
+// until another leader is known.
 type hastening struct {
 	dead  raft.ServerAddress
-	orig  raft.ReloadableConfig
 	until time.Time
+	// stop ends the campaign goroutine early (a new leader is known).
+	stop chan struct{}
 }
 
 // hasten marks the leader at dead as gone (Leader stops naming it) and
-// shortens this node's heartbeat and election timeouts so that it notices
-// the missing leader and campaigns within FastElectionTimeout (the other
-// followers do the same from their own watch).
+// starts this node's turn to campaign (see the comment at the top).
 func (l *Log) hasten(dead raft.ServerAddress) *hastening {
 	l.deadLeader.Store(&dead)
-	orig := l.raft.ReloadableConfig()
-	fast := orig
-	fast.HeartbeatTimeout = min(orig.HeartbeatTimeout, l.cfg.FastElectionTimeout)
-	fast.ElectionTimeout = min(orig.ElectionTimeout, l.cfg.FastElectionTimeout)
-	if err := l.raft.ReloadConfig(fast); err != nil {
-		l.logger.Warn("cannot shorten the election timeouts", "err", err)
-		return &hastening{dead: dead, orig: orig, until: time.Now().Add(orig.ElectionTimeout)}
+	h := &hastening{dead: dead, stop: make(chan struct{}),
+		// Name the dead leader no longer than an election without the
+		// watch would take, in case no leader emerges (the rest of the
+		// group is down too).
+		until: time.Now().Add(2*l.cfg.HeartbeatTimeout + l.cfg.ElectionTimeout)}
+	go l.campaignInTurn(h)
+	return h
+}
+
+// campaignInTurn waits for this node's turn among the surviving voters and
+// campaigns if by then no leader is known.
+func (l *Log) campaignInTurn(h *hastening) {
+	conf := l.raft.GetConfiguration()
+	if conf.Error() != nil {
+		return
 	}
-	l.logger.Info("the leader's process is gone; campaigning early", "leader", dead, "timeout", fast.HeartbeatTimeout)
+	var voters []string
+	for _, s := range conf.Configuration().Servers {
+		if s.Suffrage == raft.Voter && s.Address != h.dead {
+			voters = append(voters, string(s.ID))
+		}
+	}
+	slices.Sort(voters)
+	turn := slices.Index(voters, l.cfg.ID)
+	if turn < 0 {
+		return // not a voter
+	}
+	select {
+	case <-time.After(time.Duration(turn) * l.cfg.CampaignStagger):
+	case <-h.stop:
+		return
+	case <-l.closed:
+		return
+	}
+	if l.raft.State() != raft.Follower {
+		return
+	}
+	if addr, _ := l.raft.LeaderWithID(); addr != "" && addr != h.dead {
+		return
+	}
+	self := l.trans.LocalAddr()
+	req := &raft.TimeoutNowRequest{RPCHeader: raft.RPCHeader{
+		ProtocolVersion: raft.ProtocolVersionMax,
+		ID:              []byte(l.cfg.ID),
+		Addr:            l.trans.EncodePeer(raft.ServerID(l.cfg.ID), self),
+	}}
+	if err := l.trans.TimeoutNow(raft.ServerID(l.cfg.ID), self, req, &raft.TimeoutNowResponse{}); err != nil {
+		l.logger.Warn("cannot campaign early", "err", err)
+		return
+	}
+	l.logger.Info("the leader's process is gone; campaigning", "leader", h.dead, "turn", turn)
 	l.hastened.Add(1)
-	// Restore even if no leader emerges soon (say the rest of the group
-	// is down too), so a lasting outage runs on the configured timeouts.
-	return &hastening{dead: dead, orig: orig, until: time.Now().Add(10 * orig.ElectionTimeout)}
 }
 
 func (h *hastening) restore(l *Log) {
+	close(h.stop)
 	l.deadLeader.Store(nil)
-	if err := l.raft.ReloadConfig(h.orig); err != nil {
-		l.logger.Warn("cannot restore the election timeouts", "err", err)
-	}
 }
 
 // isRefused reports whether a dial failed because nothing listens on the

@@ -55,36 +55,59 @@ func newKillableTransport(t *testing.T) (raft.Transport, *killableLayer) {
 	return raft.NewNetworkTransportWithLogger(k, 3, 2*time.Second, hclog.NewNullLogger()), k
 }
 
-// When the leader's process dies, the followers elect a new leader within
-// about FastElectionTimeout, far sooner than their heartbeat timeout; while
-// it lives, nobody hastens anything.
+// When the leader's process dies, the followers elect a new leader at
+// once, far sooner than their heartbeat timeout, also when the follower
+// whose turn is first died with it; while the leader lives, nobody hastens
+// anything.
 func TestLeaderDeathHastensElection(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		nodes int
+		// alsoFirst: kill the survivor that would campaign first too.
+		alsoFirst bool
+	}{
+		{"leader", 3, false},
+		{"leader and the first in turn", 5, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testLeaderDeath(t, tc.nodes, tc.alsoFirst) })
+	}
+}
+
+func testLeaderDeath(t *testing.T, size int, alsoFirst bool) {
 	const slow = 30 * time.Second
-	trans := make([]raft.Transport, 3)
-	layers := make([]*killableLayer, 3)
+	trans := make([]raft.Transport, size)
+	layers := make([]*killableLayer, size)
 	var peers []string
 	for i := range trans {
 		trans[i], layers[i] = newKillableTransport(t)
 		peers = append(peers, string(trans[i].LocalAddr()))
 	}
-	nodes := make([]*node, 3)
+	nodes := make([]*node, size)
 	for i := range nodes {
 		nodes[i] = openNode(t, Config{
 			Dir: t.TempDir(), Peers: peers, Bootstrap: true, transport: trans[i],
 			HeartbeatTimeout: 150 * time.Millisecond, ElectionTimeout: 150 * time.Millisecond,
-			FastElectionTimeout: 100 * time.Millisecond,
-			LogOutput:           io.Discard, LogLevel: "error",
+			LogOutput: io.Discard, LogLevel: "error",
 		})
 	}
-	var lead *node
+	lead := -1
 	eventually(t, "a leader", func() bool {
-		for _, n := range nodes {
+		for i, n := range nodes {
 			if n.log.IsLeader() {
-				lead = n
+				lead = i
 				return true
 			}
 		}
 		return false
+	})
+	// Every node holds the whole log, so the first in turn can win.
+	eventually(t, "the log everywhere", func() bool {
+		for _, n := range nodes {
+			if n.log.raft.AppliedIndex() < nodes[lead].log.raft.LastIndex() {
+				return false
+			}
+		}
+		return true
 	})
 	// From now on Raft alone would wait at least 30 s for a dead leader.
 	for _, n := range nodes {
@@ -95,18 +118,28 @@ func TestLeaderDeathHastensElection(t *testing.T) {
 		}
 	}
 	// While the leader lives, nobody hastens anything.
-	var rest []*node
-	for _, n := range nodes {
-		if n == lead {
+	dead := map[int]bool{lead: true}
+	first := ""
+	for i, n := range nodes {
+		if i == lead {
 			continue
 		}
-		rest = append(rest, n)
 		if h := n.log.hastened.Load(); h != 0 {
 			t.Fatalf("%s hastened %d elections while the leader lived", n.log.ID(), h)
 		}
+		if id := n.log.ID(); first == "" || id < first {
+			first = id
+		}
+	}
+	if alsoFirst {
+		for i, n := range nodes {
+			if n.log.ID() == first {
+				dead[i] = true
+			}
+		}
 	}
 	for i, n := range nodes {
-		if n == lead {
+		if dead[i] {
 			if err := n.log.raft.Shutdown().Error(); err != nil {
 				t.Fatal(err)
 			}
@@ -115,13 +148,11 @@ func TestLeaderDeathHastensElection(t *testing.T) {
 	}
 	deadline := time.Now().Add(slow / 3)
 	for {
-		var next *node
-		for _, n := range rest {
-			if n.log.IsLeader() {
-				next = n
-			}
+		elected := false
+		for i, n := range nodes {
+			elected = elected || !dead[i] && n.log.IsLeader()
 		}
-		if next != nil {
+		if elected {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -130,16 +161,22 @@ func TestLeaderDeathHastensElection(t *testing.T) {
 		time.Sleep(5 * time.Millisecond) // polling interval
 	}
 	hastened := int64(0)
-	for _, n := range rest {
-		hastened += n.log.hastened.Load()
+	for i, n := range nodes {
+		if !dead[i] {
+			hastened += n.log.hastened.Load()
+		}
 	}
 	if hastened == 0 {
 		t.Fatal("a new leader was elected but no follower hastened")
 	}
-	// The configured timeouts are back once the new leader is known.
-	for _, n := range rest {
-		eventually(t, "timeouts restored on "+n.log.ID(), func() bool {
-			return n.log.raft.ReloadableConfig().HeartbeatTimeout == slow
+	// The survivors name the new leader, not the dead one.
+	for i, n := range nodes {
+		if dead[i] {
+			continue
+		}
+		eventually(t, "a leader named by "+n.log.ID(), func() bool {
+			addr, _ := n.log.Leader()
+			return addr != ""
 		})
 	}
 }

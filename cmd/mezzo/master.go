@@ -66,9 +66,9 @@ func addMasterFlags(fs *flag.FlagSet) *masterFlags {
 	fs.StringVar(&f.agentRemovalRateLimit, "agent_removal_rate_limit", "",
 		"at most this many agents marked unreachable per duration, e.g. 1/10mins (default: no limit)")
 	f.raftTimeout = durationFlag(fs, "raft_timeout", 500*time.Millisecond,
-		"mezzo only (not a Mesos flag): Raft heartbeat and election timeout among --masters: a leader that stops answering (paused, partitioned) is replaced within about 1-2x this; one whose process died (its Raft port refuses connections) within about 1-2x --raft_lease_timeout")
+		"mezzo only (not a Mesos flag): Raft heartbeat and election timeout among --masters: a leader that stops answering (paused, partitioned) is replaced within about 1-2x this; one whose process died (its Raft port refuses connections) at once")
 	f.raftLease = durationFlag(fs, "raft_lease_timeout", 0,
-		"mezzo only: the leader steps down after this long without hearing from a quorum, and the election timeout once the leader's process is found dead; at most --raft_timeout (default: half of it). Raise it towards --raft_timeout if leadership changes under heavy CPU load")
+		"mezzo only: the leader steps down after this long without hearing from a quorum; at most --raft_timeout (default: --raft_timeout). Shorter deposes a cut-off leader sooner, but makes leadership change when a busy leader's heartbeats are late")
 	return f
 }
 

@@ -37,7 +37,7 @@ type registryConfig struct {
 	bindIP       string
 	strict       bool
 	raftTimeout  time.Duration
-	raftLease    time.Duration // replog.Config.FastElectionTimeout (0: default)
+	raftLease    time.Duration // replog.Config.LeaseTimeout (0: default)
 	storeTimeout time.Duration
 	onFatal      func(error)
 	log          *slog.Logger
@@ -80,7 +80,7 @@ func openRegistry(c registryConfig) (*registry, error) {
 			lc.HeartbeatTimeout = c.raftTimeout
 			lc.ElectionTimeout = c.raftTimeout
 		}
-		lc.FastElectionTimeout = c.raftLease
+		lc.LeaseTimeout = c.raftLease
 	}
 	m := registrar.NewMachine()
 	l, err := replog.Open(lc, m)
