@@ -269,3 +269,51 @@ func TestRefusedMastersLast(t *testing.T) {
 		t.Fatal("the refusal was not remembered")
 	}
 }
+
+// TestAcceptedMasterFirst: once a master accepted a subscription, the
+// process's next Dial asks it first instead of a follower that would only
+// redirect there; a master outside the agent's list is never asked.
+func TestAcceptedMasterFirst(t *testing.T) {
+	leader := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer leader.Close()
+	leaderAddr := strings.TrimPrefix(leader.URL, "http://")
+	var followerCalls atomic.Int64
+	follower := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		followerCalls.Add(1)
+		w.Header().Set("Location", "//"+leaderAddr+Path)
+		w.WriteHeader(http.StatusTemporaryRedirect)
+	}))
+	defer follower.Close()
+	followerAddr := strings.TrimPrefix(follower.URL, "http://")
+	masters := []string{followerAddr, leaderAddr}
+	hc := noRedirects()
+	for i := range 3 {
+		resp, host, err := Dial(context.Background(), hc, masters, "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if host != leaderAddr {
+			t.Fatalf("dial %d: host %s, want %s", i, host, leaderAddr)
+		}
+	}
+	if n := followerCalls.Load(); n != 1 {
+		t.Fatalf("the follower was asked %d times, want once (by the first dial)", n)
+	}
+	// Another cluster's agent in the same process never asks this leader.
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer other.Close()
+	otherAddr := strings.TrimPrefix(other.URL, "http://")
+	resp, host, err := Dial(context.Background(), hc, []string{otherAddr}, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if host != otherAddr {
+		t.Fatalf("host %s, want %s", host, otherAddr)
+	}
+}

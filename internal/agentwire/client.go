@@ -8,8 +8,10 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -62,6 +64,9 @@ func Dial(ctx context.Context, hc *http.Client, masters []string, leader string,
 	if len(candidates) == 0 {
 		return nil, "", errors.New("agentwire: no master address")
 	}
+	if l := accepted.Load(); l != nil && seen[*l] {
+		candidates = slices.Insert(slices.DeleteFunc(candidates, func(c string) bool { return c == *l }), 0, *l)
+	}
 	for round := 0; ; round++ {
 		resp, host, stale, err := dialOnce(ctx, hc, candidates, body)
 		if err == nil || !stale || round == staleRedirectRounds || ctx.Err() != nil {
@@ -80,6 +85,16 @@ const (
 	staleRedirectRounds = 10
 	staleRedirectPause  = 50 * time.Millisecond
 )
+
+// accepted is, for this process, the master that last accepted a
+// subscription; Dial tries it first when it is one of the agent's masters.
+// After a failover each agent starts from a master list in which the new
+// leader may come last: every agent would ask a follower first and be
+// redirected. One agent per process (a real agent) learns nothing from
+// this; thousands of emulated agents in one process, whose masters share
+// the machine with them, are spared a follower's worth of requests that
+// would otherwise compete with the leader for the CPU.
+var accepted atomic.Pointer[string]
 
 // refused remembers, for this process, the masters that recently refused a
 // connection (nothing listens: the process is down), so that Dial tries
@@ -158,6 +173,9 @@ func dialOnce(ctx context.Context, hc *http.Client, candidates []string, body []
 				break
 			}
 			if resp.StatusCode == http.StatusOK {
+				if l := accepted.Load(); l == nil || *l != host {
+					accepted.Store(&host)
+				}
 				return resp, host, false, nil
 			}
 			msg := ReadMessage(resp)
