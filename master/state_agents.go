@@ -164,6 +164,9 @@ func (s *state) admitted(st *AgentStream, sub *protocol.AgentCall_Subscribe, err
 	// Tasks the master still lists as unreachable on this agent and the
 	// agent did not report are gone for good.
 	for _, fw := range s.frameworks {
+		if len(fw.unreachableTasks) == 0 {
+			continue // the common case, once per framework for every agent
+		}
 		for _, tid := range sortedKeys(fw.unreachableTasks) {
 			if p := fw.unreachableTasks[tid]; p.GetAgentId().GetValue() == id {
 				delete(fw.unreachableTasks, tid)

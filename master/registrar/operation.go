@@ -22,6 +22,9 @@ type Operation struct {
 	o   op     // for validation and logs (no agent info)
 	enc []byte // the full operation, encoded
 	err error  // encoding failed
+	// info is the encoded AgentInfo of Readmit (within enc), to recognise
+	// a re-admission that changes nothing.
+	info []byte
 }
 
 var partial = proto.MarshalOptions{AllowPartial: true}
@@ -75,9 +78,13 @@ func Admit(info *mesos.AgentInfo) Operation {
 // agent was removed. Like Mesos, an ID the registry does not know (pruned
 // long ago) is admitted.
 func Readmit(info *mesos.AgentInfo) Operation {
-	return agentOp(info, func(i *mesos.AgentInfo) *pb.Operation {
+	o := agentOp(info, func(i *mesos.AgentInfo) *pb.Operation {
 		return &pb.Operation{Op: &pb.Operation_Readmit{Readmit: &pb.Operation_ReadmitAgent{Info: i}}}
 	})
+	if o.err == nil {
+		o.info = agentInfoBytes(o.enc)
+	}
+	return o
 }
 
 // MarkUnreachable moves an admitted agent to the unreachable list, noting

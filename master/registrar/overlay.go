@@ -1,6 +1,8 @@
 package registrar
 
 import (
+	"bytes"
+
 	"mezzo/api/maintenancepb"
 	"mezzo/api/mesos"
 )
@@ -31,6 +33,20 @@ func (v *overlay) maintenance() (*maintenancepb.Schedule, map[string]*mesos.Mach
 		return v.sched, v.down
 	}
 	return v.base.maintenance()
+}
+
+// holds reports whether a Readmit of info would change nothing: the agent
+// is admitted in the durable registry with exactly this info, and no
+// operation of this batch touched it.
+func (v *overlay) holds(o op, info []byte) bool {
+	if o.kind != kReadmit || info == nil {
+		return false
+	}
+	if _, touched := v.agents[o.id]; touched {
+		return false
+	}
+	raw, admitted := v.base.agents[o.id]
+	return admitted && bytes.Equal(raw, info)
 }
 
 // record layers an operation that passed check onto the overlay.

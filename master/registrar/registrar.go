@@ -42,6 +42,7 @@ type Stats struct {
 	FailedWrites   uint64        // failed writes
 	Operations     uint64        // operations made durable
 	Rejected       uint64        // operations that did not apply
+	Unchanged      uint64        // re-admissions the registry already held as they were
 	LastWrite      time.Duration // duration of the last write
 	WriteTime      time.Duration // total duration of successful writes
 	LargestBatch   int           // most operations in one write
@@ -71,6 +72,7 @@ type Registrar struct {
 type item struct {
 	op   op
 	enc  []byte // op encoded on the caller's goroutine
+	info []byte // Readmit: the encoded AgentInfo (Operation.info)
 	err  error  // encoding failed
 	done func(error)
 
@@ -153,7 +155,7 @@ func (r *Registrar) Apply(ctx context.Context, op Operation) error {
 // registrar is closed). done must not block: it delays every later write.
 // This is the shape the master's event loop uses.
 func (r *Registrar) Submit(op Operation, done func(error)) {
-	it := item{op: op.o, enc: op.enc, done: done}
+	it := item{op: op.o, enc: op.enc, info: op.info, done: done}
 	if op.err != nil {
 		it.err = fmt.Errorf("%w: encode %s: %v", ErrInvalid, op, op.err)
 	}
@@ -288,9 +290,10 @@ func (r *Registrar) step() bool {
 func (r *Registrar) write(ctx context.Context, items []item) error {
 	m := r.cfg.Machine
 	var (
-		accepted []item
-		enc      []byte
-		rejected uint64
+		accepted  []item
+		enc       []byte
+		rejected  uint64
+		unchanged uint64
 	)
 	m.mu.RLock()
 	ov := newOverlay(m.s)
@@ -307,6 +310,14 @@ func (r *Registrar) write(ctx context.Context, items []item) error {
 			rejected++
 			continue
 		}
+		if ov.holds(it.op, it.info) {
+			// Every agent re-registers with a new leader after a
+			// failover; as Mesos, write only what changed. The durable
+			// registry already says this, so the operation is done.
+			it.done(nil)
+			unchanged++
+			continue
+		}
 		ov.record(it.op)
 		accepted = append(accepted, it)
 		enc = appendOp(enc, it.enc)
@@ -315,6 +326,7 @@ func (r *Registrar) write(ctx context.Context, items []item) error {
 
 	r.mu.Lock()
 	r.stats.Rejected += rejected
+	r.stats.Unchanged += unchanged
 	r.mu.Unlock()
 	if len(accepted) == 0 {
 		return nil

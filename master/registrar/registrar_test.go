@@ -436,3 +436,63 @@ func TestApplyContext(t *testing.T) {
 		t.Fatalf("Apply with a canceled context = %v", err)
 	}
 }
+
+// TestUnchangedReadmit: every agent re-registers after a failover; a
+// re-admission that changes nothing completes without a write, while one
+// with new info, or one after an operation in the same batch that touched
+// the agent, is written.
+func TestUnchangedReadmit(t *testing.T) {
+	r, st, m := newRecovered(t, Config{})
+	c := ctx(t)
+	if err := r.Apply(c, Admit(agent("s1"))); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := st.count()
+	if err := r.Apply(c, Readmit(agent("s1"))); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := st.count(); n != before {
+		t.Fatalf("an unchanged readmit wrote %d entries", n-before)
+	}
+	if s := r.Stats(); s.Unchanged != 1 {
+		t.Fatalf("Unchanged = %d, want 1", s.Unchanged)
+	}
+
+	changed := agent("s1")
+	changed.Hostname = proto.String("renamed")
+	if err := r.Apply(c, Readmit(changed)); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := st.count(); n != before+1 {
+		t.Fatalf("a changed readmit wrote %d entries, want 1", n-before)
+	}
+	if got, err := m.Registry().Agent("s1"); err != nil || got.GetHostname() != "renamed" {
+		t.Fatalf("registry holds %v (%v) after a changed readmit", got, err)
+	}
+
+	// In one batch: marked unreachable, then readmitted with the info the
+	// registry holds. The readmit must be written (it undoes the first).
+	st.hold(t)
+	unreach := make(chan error, 1)
+	readmit := make(chan error, 1)
+	r.Submit(Admit(agent("s2")), func(error) {}) // the write the others queue behind
+	<-st.started
+	r.Submit(MarkUnreachable("s1", t0), func(err error) { unreach <- err })
+	r.Submit(Readmit(changed), func(err error) { readmit <- err })
+	eventually(t, "queued", func() bool { return r.Stats().Queued == 2 })
+	st.proceed <- nil
+	<-st.started
+	st.proceed <- nil
+	if err := <-unreach; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-readmit; err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Registry().Status("s1"); got != AgentAdmitted {
+		t.Fatalf("s1 is %v after unreachable+readmit in one batch, want admitted", got)
+	}
+	if _, batches := st.count(); batches[len(batches)-1] != 2 {
+		t.Fatalf("last batch wrote %d operations, want both", batches[len(batches)-1])
+	}
+}

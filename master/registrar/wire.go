@@ -106,6 +106,24 @@ func agentKind(num protowire.Number) opKind {
 
 // parseOp decodes one encoded Operation. The common agent operations take
 // a fast path that leaves the AgentInfo encoded.
+// agentInfoBytes returns the encoded AgentInfo inside an encoded agent
+// operation (nil if there is none, or the encoding is unusual).
+func agentInfoBytes(b []byte) []byte {
+	var info []byte
+	_ = fields(b, func(f field) error {
+		if agentKind(f.num) == kNone || f.typ != protowire.BytesType {
+			return nil
+		}
+		return fields(f.val, func(g field) error {
+			if g.num == fieldAgentOpInfo && g.typ == protowire.BytesType && info == nil {
+				info = g.val
+			}
+			return nil
+		})
+	})
+	return info
+}
+
 func parseOp(b []byte) (op, error) {
 	var only field
 	n := 0
