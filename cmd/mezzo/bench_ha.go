@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -78,6 +79,13 @@ type failoverResult struct {
 	Procs              int    `json:"procs"`
 	Killed             string `json:"killed"`
 	NewLeader          string `json:"new_leader"`
+	// CPU used from the kill until recovery: by the new leader, by the
+	// other surviving masters together, and by this process (the emulated
+	// agents and frameworks). They share the machine's cores, so these say
+	// where the recovery's time went, more steadily than mttr_ms does.
+	LeaderCPUMS    float64 `json:"leader_cpu_ms"`
+	FollowersCPUMS float64 `json:"followers_cpu_ms"`
+	EmulationCPUMS float64 `json:"emulation_cpu_ms"`
 	// Sim is the emulation's own result (process costs, master metrics).
 	Sim *simbench.FailoverResult `json:"sim,omitempty"`
 }
@@ -211,6 +219,8 @@ func runFailoverBench(b failoverBench) (*failoverResult, error) {
 	var (
 		electionMu sync.Mutex
 		electionCh = make(chan error, 1)
+		// CPU used so far by master address; "" is this process.
+		cpuAtKill, cpuAtRecovery map[string]time.Duration
 	)
 	kill := func(ctx context.Context) error {
 		leader, err := waitLeading(ctx, addrs, "", 10*time.Second)
@@ -226,6 +236,7 @@ func runFailoverBench(b failoverBench) (*failoverResult, error) {
 		killedAt := time.Now()
 		victim.kill()
 		res.Killed = leader
+		cpuAtKill = processCPU(masters)
 		go func() {
 			next, err := waitLeading(ctx, addrs, leader, time.Minute)
 			if err == nil {
@@ -244,6 +255,7 @@ func runFailoverBench(b failoverBench) (*failoverResult, error) {
 	sim, err := simbench.Failover(ctx, simbench.Config{
 		Agents: b.agents, Frameworks: b.frameworks, Masters: addrs,
 		Hold: b.hold, RegistrationBackoff: b.backoff, Logf: b.logf,
+		OnRecovered: func() { cpuAtRecovery = processCPU(masters) },
 	}, kill)
 	if err != nil {
 		return nil, err
@@ -261,7 +273,61 @@ func runFailoverBench(b failoverBench) (*failoverResult, error) {
 	res.ReregisterP99MS = sim.ReregisterP99 * 1000
 	res.ReregisterAttempts = sim.ReregisterAttempts
 	res.Sim = sim
+	for addr, at := range cpuAtRecovery {
+		ms := float64((at - cpuAtKill[addr]).Microseconds()) / 1000
+		switch addr {
+		case "":
+			res.EmulationCPUMS = ms
+		case res.NewLeader:
+			res.LeaderCPUMS = ms
+		default:
+			res.FollowersCPUMS += ms
+		}
+	}
 	return res, nil
+}
+
+// processCPU returns the CPU used so far by each running master, by
+// address, and by this process (key "").
+func processCPU(masters []*benchMaster) map[string]time.Duration {
+	out := map[string]time.Duration{"": cpuTime(syscall.RUSAGE_SELF)}
+	for _, m := range masters {
+		select {
+		case <-m.done:
+			continue
+		default:
+		}
+		if d, err := procCPU(m.cmd.Process.Pid); err == nil {
+			out[m.addr] = d
+		}
+	}
+	return out
+}
+
+// procCPU is the user+system CPU of process pid so far, from
+// /proc/pid/stat (utime and stime, in the kernel's USER_HZ, 100 on Linux).
+func procCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) may hold spaces; fields count from the
+	// closing parenthesis: state is field 3, utime 14, stime 15.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat: no command name", pid)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: bad utime/stime %q %q", pid, f[11], f[12])
+	}
+	const userHZ = 100
+	return time.Duration(utime+stime) * time.Second / userHZ, nil
 }
 
 func (m *benchMaster) kill() {

@@ -55,6 +55,10 @@ type Config struct {
 	RegistrationBackoff time.Duration
 	// Logf receives progress lines (default: discarded).
 	Logf func(format string, args ...any)
+	// OnRecovered, if set, is called by Failover the moment everyone is
+	// back, before it measures and stops the emulation (whose costs would
+	// otherwise blur what the recovery cost).
+	OnRecovered func()
 }
 
 func (c Config) normalize() (Config, error) {
@@ -358,6 +362,9 @@ func Failover(ctx context.Context, cfg Config, kill func(context.Context) error)
 			return nil, fmt.Errorf("bench: framework %d did not re-subscribe: %w", i, err)
 		}
 		res.FrameworksResubSeconds = max(res.FrameworksResubSeconds, at.Sub(killedAt).Seconds())
+	}
+	if cfg.OnRecovered != nil {
+		cfg.OnRecovered()
 	}
 	res.Seconds = max(res.AgentsSeconds, res.FrameworksResubSeconds)
 	res.ReregisterAttempts = c.fleet.Stats().SubscribeAttempts - before
