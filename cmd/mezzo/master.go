@@ -200,6 +200,7 @@ func runMaster(args []string, _, stderr io.Writer) int {
 		return code
 	}
 	log := logger(stderr, f.logLevel)
+	tuneMasterGC()
 	ctx, cancel := signalContext()
 	defer cancel()
 	ln, err := net.Listen("tcp", net.JoinHostPort(f.ip, strconv.Itoa(f.port)))
