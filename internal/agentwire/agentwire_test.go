@@ -175,11 +175,7 @@ func TestDialStaleRedirect(t *testing.T) {
 	dead := httptest.NewServer(http.NotFoundHandler())
 	deadAddr := strings.TrimPrefix(dead.URL, "http://")
 	dead.Close()
-	next := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.WriteHeader(http.StatusOK)
-	}))
-	defer next.Close()
-	nextAddr := strings.TrimPrefix(next.URL, "http://")
+	nextAddr := acceptingMaster(t)
 	var asked atomic.Int32
 	follower := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		to := deadAddr
@@ -274,11 +270,7 @@ func TestRefusedMastersLast(t *testing.T) {
 // process's next Dial asks it first instead of a follower that would only
 // redirect there; a master outside the agent's list is never asked.
 func TestAcceptedMasterFirst(t *testing.T) {
-	leader := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.WriteHeader(http.StatusOK)
-	}))
-	defer leader.Close()
-	leaderAddr := strings.TrimPrefix(leader.URL, "http://")
+	leaderAddr := acceptingMaster(t)
 	var followerCalls atomic.Int64
 	follower := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		followerCalls.Add(1)
@@ -303,11 +295,7 @@ func TestAcceptedMasterFirst(t *testing.T) {
 		t.Fatalf("the follower was asked %d times, want once (by the first dial)", n)
 	}
 	// Another cluster's agent in the same process never asks this leader.
-	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.WriteHeader(http.StatusOK)
-	}))
-	defer other.Close()
-	otherAddr := strings.TrimPrefix(other.URL, "http://")
+	otherAddr := acceptingMaster(t)
 	resp, host, err := Dial(context.Background(), hc, []string{otherAddr}, "", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -316,4 +304,15 @@ func TestAcceptedMasterFirst(t *testing.T) {
 	if host != otherAddr {
 		t.Fatalf("host %s, want %s", host, otherAddr)
 	}
+}
+
+// acceptingMaster starts a master that accepts every subscription (an
+// empty stream) and returns its host:port.
+func acceptingMaster(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(srv.Close)
+	return strings.TrimPrefix(srv.URL, "http://")
 }
