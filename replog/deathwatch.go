@@ -23,8 +23,9 @@ import (
 // stops naming the dead leader (Leader), so that its master holds
 // requests for the next leader instead of redirecting them to a dead
 // address, and the surviving voters campaign in turn: the first in ID
-// order at once, each next one CampaignStagger later if no leader has
-// emerged by then (the first may be dead too, or its log behind).
+// order at once, each next one CampaignStagger later if by then nobody
+// has campaigned (the first may be dead too). Once anyone has, Raft's own
+// timeouts take over, so a campaign in progress is never disrupted.
 //
 // A follower campaigns by sending itself Raft's TimeoutNow, the message a
 // leader uses to hand leadership over: the follower campaigns at once,
@@ -110,6 +111,7 @@ func (l *Log) watchLeaderProcess() {
 // until another leader is known.
 type hastening struct {
 	dead  raft.ServerAddress
+	term  uint64 // this node's term when the death was found
 	until time.Time
 	// stop ends the campaign goroutine early (a new leader is known).
 	stop chan struct{}
@@ -119,7 +121,7 @@ type hastening struct {
 // starts this node's turn to campaign (see the comment at the top).
 func (l *Log) hasten(dead raft.ServerAddress) *hastening {
 	l.deadLeader.Store(&dead)
-	h := &hastening{dead: dead, stop: make(chan struct{}),
+	h := &hastening{dead: dead, term: l.raft.CurrentTerm(), stop: make(chan struct{}),
 		// Name the dead leader no longer than an election without the
 		// watch would take, in case no leader emerges (the rest of the
 		// group is down too).
@@ -129,7 +131,8 @@ func (l *Log) hasten(dead raft.ServerAddress) *hastening {
 }
 
 // campaignInTurn waits for this node's turn among the surviving voters and
-// campaigns if by then no leader is known.
+// campaigns if by then nobody has (this node's term has not moved) and no
+// leader is known.
 func (l *Log) campaignInTurn(h *hastening) {
 	conf := l.raft.GetConfiguration()
 	if conf.Error() != nil {
@@ -153,7 +156,7 @@ func (l *Log) campaignInTurn(h *hastening) {
 	case <-l.closed:
 		return
 	}
-	if l.raft.State() != raft.Follower {
+	if l.raft.State() != raft.Follower || l.raft.CurrentTerm() != h.term {
 		return
 	}
 	if addr, _ := l.raft.LeaderWithID(); addr != "" && addr != h.dead {
