@@ -104,26 +104,46 @@ func agentKind(num protowire.Number) opKind {
 	return kNone
 }
 
-// parseOp decodes one encoded Operation. The common agent operations take
-// a fast path that leaves the AgentInfo encoded.
+// agentOpInfo walks the fields of an agent operation's message (Admit,
+// Readmit, MarkReachable): raw is its encoded AgentInfo, found whether it
+// has one, other whether it has any other field.
+func agentOpInfo(b []byte) (raw []byte, found, other bool, err error) {
+	err = fields(b, func(f field) error {
+		if f.num == fieldAgentOpInfo && f.typ == protowire.BytesType && !found {
+			raw, found = f.val, true
+		} else {
+			other = true
+		}
+		return nil
+	})
+	return raw, found, other, err
+}
+
 // agentInfoBytes returns the encoded AgentInfo inside an encoded agent
-// operation (nil if there is none, or the encoding is unusual).
+// operation, as parseOp's fast path finds it (nil if there is none, or
+// the encoding is unusual).
 func agentInfoBytes(b []byte) []byte {
 	var info []byte
-	_ = fields(b, func(f field) error {
+	n := 0
+	err := fields(b, func(f field) error {
+		n++
 		if agentKind(f.num) == kNone || f.typ != protowire.BytesType {
 			return nil
 		}
-		return fields(f.val, func(g field) error {
-			if g.num == fieldAgentOpInfo && g.typ == protowire.BytesType && info == nil {
-				info = g.val
-			}
-			return nil
-		})
+		raw, found, other, err := agentOpInfo(f.val)
+		if found && !other {
+			info = raw
+		}
+		return err
 	})
+	if err != nil || n != 1 {
+		return nil
+	}
 	return info
 }
 
+// parseOp decodes one encoded Operation. The common agent operations take
+// a fast path that leaves the AgentInfo encoded.
 func parseOp(b []byte) (op, error) {
 	var only field
 	n := 0
@@ -131,22 +151,13 @@ func parseOp(b []byte) (op, error) {
 		return op{}, err
 	}
 	if k := agentKind(only.num); n == 1 && k != kNone && only.typ == protowire.BytesType {
-		var raw []byte
-		found, other := false, false
-		if err := fields(only.val, func(f field) error {
-			if f.num == fieldAgentOpInfo && f.typ == protowire.BytesType && !found {
-				raw, found = f.val, true
-			} else {
-				other = true
-			}
-			return nil
-		}); err != nil {
+		raw, found, other, err := agentOpInfo(only.val)
+		if err != nil {
 			return op{}, err
 		}
 		if !other {
 			o := op{kind: k, hasInfo: found}
 			if found {
-				var err error
 				if o.id, o.hostOK, err = agentFields(raw); err != nil {
 					return op{}, err
 				}
