@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -107,6 +108,9 @@ func benchFailover(args []string, stdout, stderr io.Writer) int {
 	dir := fs.String("dir", "", "work directory for the masters (default: a temporary one, removed afterwards)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	verbose := fs.Bool("v", false, "log progress to stderr")
+	cpuProfile := fs.String("cpuprofile", "",
+		"write CPU profiles of the recovery: PREFIX.bench.pprof for this process (kill to recovery) and PREFIX.<port>.pprof for each surviving master (the first --profile_seconds after the kill; the masters run with --profiling)")
+	profileSeconds := fs.Int("profile_seconds", 8, "length of the masters' CPU profiles with --cpuprofile")
 	gogc := fs.Int("gogc", 400, "GOGC of this process, which runs the emulated agents and frameworks (not of the masters)")
 	if code := parseFlags(fs, args); code >= 0 {
 		return code
@@ -126,6 +130,7 @@ func benchFailover(args []string, stdout, stderr io.Writer) int {
 	res, err := runFailoverBench(failoverBench{
 		agents: *agents, frameworks: *frameworks, masters: *nMasters, basePort: *basePort,
 		raftTimeout: *raftTimeout, raftLease: *raftLease, backoff: *backoff, hold: *hold, dir: *dir, logf: logf,
+		cpuProfile: *cpuProfile, profileSeconds: *profileSeconds,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "mezzo bench failover: %v\n", err)
@@ -147,6 +152,8 @@ type failoverBench struct {
 	raftTimeout, raftLease, backoff, hold time.Duration
 	dir                                   string
 	logf                                  func(string, ...any)
+	cpuProfile                            string // file name prefix; "" for none
+	profileSeconds                        int
 }
 
 // benchMaster is one `mezzo master` process of the bench.
@@ -197,7 +204,8 @@ func runFailoverBench(b failoverBench) (*failoverResult, error) {
 		defer logFile.Close()
 		cmd := exec.Command(bin, "master", "--ip=127.0.0.1", "--port="+port, "--work_dir="+mdir,
 			"--masters="+strings.Join(addrs, ","), "--quorum="+strconv.Itoa(len(addrs)/2+1),
-			"--raft_timeout="+b.raftTimeout.String(), "--raft_lease_timeout="+b.raftLease.String(), "--logging_level=warn")
+			"--raft_timeout="+b.raftTimeout.String(), "--raft_lease_timeout="+b.raftLease.String(), "--logging_level=warn",
+			"--profiling="+strconv.FormatBool(b.cpuProfile != ""))
 		cmd.Stdout, cmd.Stderr = logFile, logFile
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		if err := cmd.Start(); err != nil {
@@ -221,7 +229,9 @@ func runFailoverBench(b failoverBench) (*failoverResult, error) {
 		electionCh = make(chan error, 1)
 		// CPU used so far by master address; "" is this process.
 		cpuAtKill, cpuAtRecovery map[string]time.Duration
+		profiles                 sync.WaitGroup
 	)
+	defer profiles.Wait()
 	kill := func(ctx context.Context) error {
 		leader, err := waitLeading(ctx, addrs, "", 10*time.Second)
 		if err != nil {
@@ -237,6 +247,9 @@ func runFailoverBench(b failoverBench) (*failoverResult, error) {
 		victim.kill()
 		res.Killed = leader
 		cpuAtKill = processCPU(masters)
+		if b.cpuProfile != "" {
+			profileRecovery(ctx, b, masters, &profiles)
+		}
 		go func() {
 			next, err := waitLeading(ctx, addrs, leader, time.Minute)
 			if err == nil {
@@ -255,7 +268,12 @@ func runFailoverBench(b failoverBench) (*failoverResult, error) {
 	sim, err := simbench.Failover(ctx, simbench.Config{
 		Agents: b.agents, Frameworks: b.frameworks, Masters: addrs,
 		Hold: b.hold, RegistrationBackoff: b.backoff, Logf: b.logf,
-		OnRecovered: func() { cpuAtRecovery = processCPU(masters) },
+		OnRecovered: func() {
+			cpuAtRecovery = processCPU(masters)
+			if b.cpuProfile != "" {
+				pprof.StopCPUProfile()
+			}
+		},
 	}, kill)
 	if err != nil {
 		return nil, err
@@ -285,6 +303,58 @@ func runFailoverBench(b failoverBench) (*failoverResult, error) {
 		}
 	}
 	return res, nil
+}
+
+// profileRecovery starts this process's CPU profile (stopped once
+// everyone is back) and fetches each surviving master's, for
+// b.profileSeconds, into files named by b.cpuProfile.
+func profileRecovery(ctx context.Context, b failoverBench, masters []*benchMaster, wg *sync.WaitGroup) {
+	if f, err := os.Create(b.cpuProfile + ".bench.pprof"); err != nil {
+		b.logf("cpu profile: %v", err)
+	} else if err := pprof.StartCPUProfile(f); err != nil {
+		b.logf("cpu profile: %v", err)
+	}
+	for _, m := range masters {
+		select {
+		case <-m.done:
+			continue
+		default:
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, port, _ := net.SplitHostPort(m.addr)
+			url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", m.addr, b.profileSeconds)
+			if err := download(ctx, url, b.cpuProfile+"."+port+".pprof"); err != nil {
+				b.logf("cpu profile of %s: %v", m.addr, err)
+			}
+		}()
+	}
+}
+
+// download GETs url into the file name.
+func download(ctx context.Context, url, name string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	f, err := os.Create(name)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // processCPU returns the CPU used so far by each running master, by

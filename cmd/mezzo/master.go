@@ -23,7 +23,7 @@ import (
 type masterFlags struct {
 	ip, hostname, workDir, allocator, weights, minAllocatable, logLevel string
 	port, maxAgentPingTimeouts                                          int
-	revocation                                                          bool
+	revocation, profiling                                               bool
 	allocationInterval, offerTimeout, agentPingTimeout                  *time.Duration
 
 	// High availability and the registry.
@@ -47,6 +47,8 @@ func addMasterFlags(fs *flag.FlagSet) *masterFlags {
 	fs.StringVar(&f.logLevel, "logging_level", "info", "debug, info, warn or error")
 	fs.BoolVar(&f.revocation, "revocation", false,
 		"kill tasks of over-share frameworks when a framework below its quota guarantee needs resources (paper §3.3.3)")
+	fs.BoolVar(&f.profiling, "profiling", false,
+		"mezzo only: serve Go's runtime profiles (CPU, heap, goroutines) under /debug/pprof/ on the HTTP port, for `go tool pprof`")
 	fs.IntVar(&f.maxAgentPingTimeouts, "max_agent_ping_timeouts", 5, "missed pings before an agent is unreachable")
 	f.allocationInterval = durationFlag(fs, "allocation_interval", time.Second, "time between allocation runs")
 	f.offerTimeout = durationFlag(fs, "offer_timeout", 0, "rescind offers not used within this time (0: never)")
@@ -180,7 +182,7 @@ func startMaster(ctx context.Context, f *masterFlags, fs *flag.FlagSet, ln net.L
 	if reg != nil {
 		wait = max(4**f.raftTimeout, 2*time.Second)
 	}
-	srv := newServer(httpapi.New(m, httpapi.Options{Logger: log, LeaderWait: wait, UI: webui.Handler()}))
+	srv := newServer(httpapi.New(m, httpapi.Options{Logger: log, LeaderWait: wait, UI: webui.Handler(), Profiling: f.profiling}))
 	r := &runningMaster{m: m, srv: srv, ln: ln, reg: reg, done: make(chan error, 1), fatal: fatal}
 	go func() {
 		err := serve(ctx, srv, ln)

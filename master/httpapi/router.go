@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"net/http/pprof"
 	"strconv"
 	"time"
 
@@ -31,6 +32,10 @@ type Options struct {
 	// UI, when set, serves every path no API claims (the embedded web UI
 	// at "/"); nil leaves those paths 404.
 	UI http.Handler
+	// Profiling serves Go's runtime profiles under /debug/pprof/ (CPU,
+	// heap, goroutines). Off by default: they reveal internals and a CPU
+	// profile costs the master while it runs.
+	Profiling bool
 }
 
 // server holds what every handler shares.
@@ -72,6 +77,13 @@ func New(m *master.Master, opts Options) http.Handler {
 		Clock:             cfg.Clock,
 		HeartbeatInterval: cfg.HeartbeatInterval,
 	})
+	if opts.Profiling {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	if opts.UI != nil {
 		mux.Handle("/", opts.UI)
 	}
