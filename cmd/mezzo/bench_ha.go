@@ -230,8 +230,10 @@ func runFailoverBench(b failoverBench) (*failoverResult, error) {
 		// CPU used so far by master address; "" is this process.
 		cpuAtKill, cpuAtRecovery map[string]time.Duration
 		profiles                 sync.WaitGroup
+		stopProfile              = func() {}
 	)
 	defer profiles.Wait()
+	defer func() { stopProfile() }()
 	kill := func(ctx context.Context) error {
 		leader, err := waitLeading(ctx, addrs, "", 10*time.Second)
 		if err != nil {
@@ -248,7 +250,7 @@ func runFailoverBench(b failoverBench) (*failoverResult, error) {
 		res.Killed = leader
 		cpuAtKill = processCPU(masters)
 		if b.cpuProfile != "" {
-			profileRecovery(ctx, b, masters, &profiles)
+			stopProfile = profileRecovery(ctx, b, masters, &profiles)
 		}
 		go func() {
 			next, err := waitLeading(ctx, addrs, leader, time.Minute)
@@ -270,9 +272,7 @@ func runFailoverBench(b failoverBench) (*failoverResult, error) {
 		Hold: b.hold, RegistrationBackoff: b.backoff, Logf: b.logf,
 		OnRecovered: func() {
 			cpuAtRecovery = processCPU(masters)
-			if b.cpuProfile != "" {
-				pprof.StopCPUProfile()
-			}
+			stopProfile()
 		},
 	}, kill)
 	if err != nil {
@@ -305,14 +305,22 @@ func runFailoverBench(b failoverBench) (*failoverResult, error) {
 	return res, nil
 }
 
-// profileRecovery starts this process's CPU profile (stopped once
-// everyone is back) and fetches each surviving master's, for
-// b.profileSeconds, into files named by b.cpuProfile.
-func profileRecovery(ctx context.Context, b failoverBench, masters []*benchMaster, wg *sync.WaitGroup) {
+// profileRecovery starts this process's CPU profile, which the returned
+// function ends (once everyone is back; calls after the first do
+// nothing), and fetches each surviving master's, for b.profileSeconds,
+// into files named by b.cpuProfile.
+func profileRecovery(ctx context.Context, b failoverBench, masters []*benchMaster, wg *sync.WaitGroup) (stop func()) {
+	stop = func() {}
 	if f, err := os.Create(b.cpuProfile + ".bench.pprof"); err != nil {
 		b.logf("cpu profile: %v", err)
 	} else if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
 		b.logf("cpu profile: %v", err)
+	} else {
+		stop = sync.OnceFunc(func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		})
 	}
 	for _, m := range masters {
 		select {
@@ -330,6 +338,7 @@ func profileRecovery(ctx context.Context, b failoverBench, masters []*benchMaste
 			}
 		}()
 	}
+	return stop
 }
 
 // download GETs url into the file name.
