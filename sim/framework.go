@@ -164,7 +164,6 @@ func NewFramework(cfg FrameworkConfig) (*Framework, error) {
 		states: map[string]mesos.TaskState{},
 		done:   make(chan struct{}),
 	}
-	f.changed.ch = make(chan struct{})
 	if cfg.TaskDuration != 0 {
 		v := cfg.TaskDuration.String()
 		if cfg.TaskDuration < 0 {

@@ -69,7 +69,6 @@ func newRuntime(cfg AgentConfig, agents, shards, posters int) (*simRuntime, erro
 		ctx:   ctx, cancel: cancel,
 		stop: make(chan struct{}),
 	}
-	rt.changed.ch = make(chan struct{})
 	for range max(shards, 1) {
 		sh := newShard(cfg.Clock)
 		rt.shards = append(rt.shards, sh)
@@ -102,24 +101,32 @@ func (rt *simRuntime) clientFor(index int) *http.Client {
 	return rt.clients[index%len(rt.clients)]
 }
 
-// notifier wakes waiters when something they poll may have changed.
+// notifier wakes waiters when something they poll may have changed. The
+// zero value is ready. A notify with nobody waiting costs a lock and
+// nothing more: during a re-registration storm every agent notifies, and
+// a new channel per notification was a few percent of the emulation's CPU.
 type notifier struct {
 	mu sync.Mutex
-	ch chan struct{}
+	ch chan struct{} // nil while nobody waits
 }
 
 // wait returns a channel closed at the next notify.
 func (n *notifier) wait() <-chan struct{} {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if n.ch == nil {
+		n.ch = make(chan struct{})
+	}
 	return n.ch
 }
 
 func (n *notifier) notify() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	close(n.ch)
-	n.ch = make(chan struct{})
+	if n.ch != nil {
+		close(n.ch)
+		n.ch = nil
+	}
 }
 
 // waitFor blocks until cond holds, re-checking it on every notification
