@@ -33,6 +33,7 @@ var reasonSentences = map[string]string{
 	"UNKNOWN_FRAMEWORK":     "The allocator does not know this framework: it has not subscribed to this master, or it was torn down.",
 	"FRAMEWORK_INACTIVE":    "The framework is not connected (inactive): its scheduler must re-subscribe before it is offered anything.",
 	"SUPPRESSED":            "The framework suppressed offers for this role; it gets none until its scheduler sends REVIVE.",
+	"ALLOCATION_PAUSED":     "A newly elected master is waiting for the agents to re-register before it offers anything (--allocator_agent_recovery_factor, --allocator_recovery_timeout, --allocator_recovery_hold).",
 	"NO_ACTIVE_AGENTS":      "There are no active agents: start an agent, or reactivate the ones in maintenance.",
 	"NOTHING_FREE_IN_ROLE":  "Nothing is free for this role: every resource it may use is already allocated or offered to someone.",
 	"OVER_QUOTA_LIMIT":      "The role has reached its quota limit: raise the limit or wait for tasks of the role to finish.",

@@ -22,6 +22,8 @@ const (
 	DefaultAgentPingTimeout              = 15 * time.Second
 	DefaultMaxAgentPingTimeouts          = 5
 	DefaultAgentReregisterTimeout        = 10 * time.Minute
+	DefaultAllocatorRecoveryTimeout      = 10 * time.Minute
+	DefaultAllocatorAgentRecoveryFactor  = 0.8
 	DefaultHeartbeatInterval             = 15 * time.Second
 	DefaultMaxCompletedFrameworks        = 50
 	DefaultMaxCompletedTasksPerFramework = 1000
@@ -31,6 +33,10 @@ const (
 	// carries no value.
 	DefaultRefuseSeconds = 5
 )
+
+// DefaultAllocatorRecoveryHold is mezzo's: Mesos does not pause allocation
+// after a failover when no role has quota.
+const DefaultAllocatorRecoveryHold = 10 * time.Second
 
 // Config configures a Master. The zero value of each optional field means
 // the Mesos default; validate fills them in.
@@ -100,6 +106,18 @@ type Config struct {
 	// the agents admitted in the registry to re-register before marking
 	// them unreachable (--agent_reregister_timeout, default 10 mins).
 	AgentReregisterTimeout time.Duration
+	// A newly elected master pauses allocation until this fraction of the
+	// agents in its registry are back (--allocator_agent_recovery_factor,
+	// default 0.8) or AllocatorRecoveryTimeout passes
+	// (--allocator_recovery_timeout, default 10 mins), as Mesos's allocator
+	// recovery does. Mesos pauses only when quota is set; mezzo also
+	// pauses without quota, for at most AllocatorRecoveryHold.
+	AllocatorRecoveryTimeout     time.Duration
+	AllocatorAgentRecoveryFactor float64
+	// AllocatorRecoveryHold bounds the pause when no role has quota
+	// (--allocator_recovery_hold, mezzo only, default 10 s; negative: no
+	// pause without quota, as Mesos).
+	AllocatorRecoveryHold time.Duration
 	// AgentRemovalInterval spaces out marking agents unreachable (after
 	// missed pings or the re-registration timeout): at most one removal
 	// per interval (--agent_removal_rate_limit "1/10mins" is 10 mins; 0,
@@ -175,6 +193,21 @@ func (c *Config) validate() error {
 	}
 	if c.AgentReregisterTimeout < 0 {
 		return errors.New("master: Config.AgentReregisterTimeout must be positive")
+	}
+	if c.AllocatorRecoveryTimeout == 0 {
+		c.AllocatorRecoveryTimeout = DefaultAllocatorRecoveryTimeout
+	}
+	if c.AllocatorRecoveryTimeout < 0 {
+		return errors.New("master: Config.AllocatorRecoveryTimeout must be positive")
+	}
+	if c.AllocatorAgentRecoveryFactor == 0 {
+		c.AllocatorAgentRecoveryFactor = DefaultAllocatorAgentRecoveryFactor
+	}
+	if !(c.AllocatorAgentRecoveryFactor > 0 && c.AllocatorAgentRecoveryFactor <= 1) {
+		return errors.New("master: Config.AllocatorAgentRecoveryFactor must be in (0, 1]")
+	}
+	if c.AllocatorRecoveryHold == 0 {
+		c.AllocatorRecoveryHold = DefaultAllocatorRecoveryHold
 	}
 	if c.AgentRemovalInterval < 0 {
 		return errors.New("master: Config.AgentRemovalInterval must not be negative")

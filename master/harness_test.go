@@ -90,6 +90,8 @@ func (r *recordingAllocator) ReviveOffers(fw string, roles []string) {
 func (r *recordingAllocator) UpdateWeights(map[string]float64)    {}
 func (r *recordingAllocator) UpdateQuota(string, allocator.Quota) {}
 func (r *recordingAllocator) Allocate()                           {}
+func (r *recordingAllocator) Pause()                              { r.rec("Pause") }
+func (r *recordingAllocator) Resume()                             { r.rec("Resume") }
 
 func (r *recordingAllocator) has(prefix string) bool {
 	r.mu.Lock()

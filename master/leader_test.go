@@ -14,6 +14,7 @@ import (
 
 	"mezzo/api/mesos"
 	"mezzo/api/protocol"
+	"mezzo/api/quotapb"
 	"mezzo/api/schedulerpb"
 	"mezzo/internal/clock"
 	"mezzo/master/allocator"
@@ -490,4 +491,112 @@ func agentIDOrNil(id string) *mesos.AgentID {
 		return nil
 	}
 	return agentID(id)
+}
+
+// A newly elected master pauses allocation until
+// AllocatorAgentRecoveryFactor of its registry's agents are back, or
+// until its hold (AllocatorRecoveryHold without quota,
+// AllocatorRecoveryTimeout with quota) ends.
+func TestAllocationPausedWhileAgentsReregister(t *testing.T) {
+	hosts := []string{"h1", "h2", "h3", "h4", "h5"}
+	// setup registers the hosts with a first master, deposes it, and
+	// returns the registry and the agents' IDs.
+	setup := func(t *testing.T, quota bool) (*clock.Fake, *MemoryRegistrar, []string) {
+		clk := clock.NewFake(epoch0)
+		reg := NewMemoryRegistrar()
+		a := startHA(t, "A", 5050, reg, clk)
+		a.elect(t, 1)
+		if a.alloc.has("Pause") {
+			t.Fatal("paused with an empty registry")
+		}
+		var ids []string
+		for _, h := range hosts {
+			st, evs := subscribeAgent(t, a.Master, agentSub(h, "cpus:1;mem:64"))
+			t.Cleanup(st.Close)
+			ids = append(ids, evs[0].GetSubscribed().GetAgentId().GetValue())
+		}
+		if quota {
+			done := make(chan error, 1)
+			reg.UpdateQuota([]*quotapb.QuotaConfig{quotaConfig("web", scalars("cpus", 1.0), nil)}, func(err error) { done <- err })
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+		}
+		a.e.set(false, 2, "")
+		waitFor(t, "A deposed", func() bool { return !a.Snapshot().Elected })
+		return clk, reg, ids
+	}
+	reregister := func(t *testing.T, m *haMaster, ids []string, i int) {
+		t.Helper()
+		sub := agentSub(hosts[i], "cpus:1;mem:64")
+		sub.AgentInfo.Id = agentID(ids[i])
+		st, evs := subscribeAgent(t, m.Master, sub)
+		t.Cleanup(st.Close)
+		if evs[0].GetType() != protocol.AgentEvent_SUBSCRIBED {
+			t.Fatalf("%s: %v", hosts[i], eventTypes(evs))
+		}
+	}
+	// settled runs a loop pass and reports whether allocation resumed.
+	resumed := func(m *haMaster) bool {
+		m.Snapshot()
+		return m.alloc.has("Resume")
+	}
+
+	t.Run("enough agents return", func(t *testing.T) {
+		clk, reg, ids := setup(t, false)
+		b := startHA(t, "B", 5060, reg, clk)
+		b.elect(t, 2)
+		if !b.alloc.has("Pause") {
+			t.Fatal("allocation not paused after the election")
+		}
+		for i := range 3 { // 3 of 5 is below 0.8
+			reregister(t, b, ids, i)
+		}
+		if resumed(b) {
+			t.Fatal("resumed with 3 of 5 agents back")
+		}
+		reregister(t, b, ids, 3)
+		waitFor(t, "resume at 4 of 5", func() bool { return resumed(b) })
+	})
+	t.Run("hold without quota", func(t *testing.T) {
+		clk, reg, ids := setup(t, false)
+		b := startHA(t, "B", 5060, reg, clk, func(c *Config) { c.AllocatorRecoveryHold = 30 * time.Second })
+		b.elect(t, 2)
+		reregister(t, b, ids, 0)
+		clk.Advance(29 * time.Second)
+		if resumed(b) {
+			t.Fatal("resumed before the hold ended")
+		}
+		clk.Advance(time.Second)
+		waitFor(t, "resume after the hold", func() bool { return resumed(b) })
+	})
+	t.Run("timeout with quota", func(t *testing.T) {
+		clk, reg, _ := setup(t, true)
+		b := startHA(t, "B", 5060, reg, clk, func(c *Config) {
+			c.AllocatorRecoveryHold = 30 * time.Second
+			c.AllocatorRecoveryTimeout = time.Minute
+		})
+		b.elect(t, 2)
+		clk.Advance(30 * time.Second)
+		if resumed(b) {
+			t.Fatal("with quota, resumed at the no-quota hold")
+		}
+		clk.Advance(30 * time.Second)
+		waitFor(t, "resume at the recovery timeout", func() bool { return resumed(b) })
+	})
+	t.Run("no pause without quota when the hold is negative", func(t *testing.T) {
+		clk, reg, _ := setup(t, false)
+		b := startHA(t, "B", 5060, reg, clk, func(c *Config) { c.AllocatorRecoveryHold = -1 })
+		b.elect(t, 2)
+		if b.alloc.has("Pause") {
+			t.Fatal("paused although AllocatorRecoveryHold < 0 and no quota")
+		}
+	})
+	t.Run("deposed while paused", func(t *testing.T) {
+		clk, reg, _ := setup(t, false)
+		b := startHA(t, "B", 5060, reg, clk)
+		b.elect(t, 2)
+		b.e.set(false, 3, "")
+		waitFor(t, "B deposed and resumed", func() bool { return !b.Snapshot().Elected && b.alloc.has("Resume") })
+	})
 }

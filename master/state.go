@@ -75,6 +75,10 @@ type state struct {
 	// marked unreachable at reregisterDeadline.
 	recovered          map[string]bool
 	reregisterDeadline time.Time
+	// allocPause is set while allocation is paused after the election:
+	// it resumes once allocPause.agents agents are registered or at
+	// allocPause.until (allocator recovery).
+	allocPause *allocPause
 	// admitting holds agent streams waiting for a registrar write;
 	// readmitting counts, by agent ID, re-admissions in flight.
 	admitting   map[*AgentStream]bool

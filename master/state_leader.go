@@ -79,9 +79,59 @@ func (s *state) elect(rec *RecoveredRegistry, epoch uint64, now time.Time) {
 		r.quotas[c.GetRole()] = c
 		s.alloc.UpdateQuota(c.GetRole(), quotaOf(c))
 	}
+	s.pauseAllocation(len(r.quotas) > 0, now)
 	s.count("master/elections")
 	s.log.Info("elected leading master", "epoch", epoch, "expected_agents", len(s.recovered),
 		"unreachable_agents", len(s.unreachable), "gone_agents", len(s.gone))
+}
+
+// allocPause is a pause of allocation after an election (allocator
+// recovery).
+type allocPause struct {
+	agents int       // resume once this many agents are registered
+	until  time.Time // or at this time
+}
+
+// pauseAllocation pauses the allocator while the agents recovered from
+// the registry re-register: offers made from a partial view of the
+// cluster would mislead quota (Mesos's reason, and why it pauses only
+// with quota) and frameworks, and making, declining and recovering them
+// for every returning agent took a fifth of a new leader's CPU during a
+// large cluster's re-registration storm.
+func (s *state) pauseAllocation(quota bool, now time.Time) {
+	hold := s.cfg.AllocatorRecoveryTimeout
+	if !quota {
+		if s.cfg.AllocatorRecoveryHold < 0 {
+			return
+		}
+		hold = min(hold, s.cfg.AllocatorRecoveryHold)
+	}
+	agents := int(float64(len(s.recovered)) * s.cfg.AllocatorAgentRecoveryFactor)
+	if agents == 0 {
+		return
+	}
+	s.allocPause = &allocPause{agents: agents, until: now.Add(hold)}
+	s.alloc.Pause()
+	s.log.Info("allocation paused until agents re-register", "agents", agents, "timeout", hold)
+}
+
+// maybeResumeAllocation ends the pause once enough agents are back or
+// its time is up.
+func (s *state) maybeResumeAllocation(now time.Time) {
+	p := s.allocPause
+	if p == nil {
+		return
+	}
+	switch {
+	case len(s.agents) >= p.agents:
+		s.log.Info("allocation resumed: agents re-registered", "agents", len(s.agents))
+	case !now.Before(p.until):
+		s.log.Warn("allocation resumed: too few agents re-registered in time", "agents", len(s.agents), "expected", p.agents)
+	default:
+		return
+	}
+	s.allocPause = nil
+	s.alloc.Resume()
 }
 
 // depose ends this state's leadership: every subscriber stream and
@@ -113,6 +163,10 @@ func (s *state) depose(now time.Time) {
 		for role := range s.roles.quotas {
 			s.alloc.UpdateQuota(role, allocator.Quota{})
 		}
+	}
+	if s.allocPause != nil {
+		s.allocPause = nil
+		s.alloc.Resume()
 	}
 	for _, f := range s.onDepose {
 		f()

@@ -29,6 +29,7 @@ func (s *state) advance(now time.Time) {
 	if !s.reregisterDeadline.IsZero() && !now.Before(s.reregisterDeadline) {
 		s.expectedAgentsTimedOut(now)
 	}
+	s.maybeResumeAllocation(now)
 	defer s.runRemovals(now)
 	dueAgents, expired := s.dueDeadlines(now)
 	sort.Slice(expired, func(i, j int) bool { return expired[i].id < expired[j].id })
@@ -104,6 +105,9 @@ func (s *state) nextDeadline() time.Time {
 	// Agent pings and offer expiries (deadlines.go).
 	consider(s.nextIndexedDeadline())
 	consider(s.reregisterDeadline)
+	if s.allocPause != nil {
+		consider(s.allocPause.until)
+	}
 	consider(s.removalDeadline())
 	return next
 }

@@ -31,6 +31,8 @@ type masterFlags struct {
 	quorum                                                               int
 	registryStrict                                                       bool
 	agentReregisterTimeout, registryStoreTimeout, raftTimeout, raftLease *time.Duration
+	allocatorRecoveryTimeout, allocatorRecoveryHold                      *time.Duration
+	allocatorAgentRecoveryFactor                                         float64
 }
 
 func addMasterFlags(fs *flag.FlagSet) *masterFlags {
@@ -65,6 +67,12 @@ func addMasterFlags(fs *flag.FlagSet) *masterFlags {
 	f.registryStoreTimeout = durationFlag(fs, "registry_store_timeout", 20*time.Second, "time a registry write may take before it fails (the master then steps down)")
 	f.agentReregisterTimeout = durationFlag(fs, "agent_reregister_timeout", 10*time.Minute,
 		"after a failover, time the agents in the registry have to re-register before they are marked unreachable")
+	f.allocatorRecoveryTimeout = durationFlag(fs, "allocator_recovery_timeout", master.DefaultAllocatorRecoveryTimeout,
+		"after a failover, allocation is paused until --allocator_agent_recovery_factor of the registry's agents re-registered, or at most this long")
+	fs.Float64Var(&f.allocatorAgentRecoveryFactor, "allocator_agent_recovery_factor", master.DefaultAllocatorAgentRecoveryFactor,
+		"fraction (0, 1] of the registry's agents that must re-register after a failover before allocation resumes")
+	f.allocatorRecoveryHold = durationFlag(fs, "allocator_recovery_hold", master.DefaultAllocatorRecoveryHold,
+		"mezzo only: when no role has quota, the pause after a failover lasts at most this long (Mesos does not pause then; 0 does not either)")
 	fs.StringVar(&f.agentRemovalRateLimit, "agent_removal_rate_limit", "",
 		"at most this many agents marked unreachable per duration, e.g. 1/10mins (default: no limit)")
 	f.raftTimeout = durationFlag(fs, "raft_timeout", 500*time.Millisecond,
@@ -144,6 +152,10 @@ func startMaster(ctx context.Context, f *masterFlags, fs *flag.FlagSet, ln net.L
 	default:
 		return nil, fmt.Errorf("--registry=%q: want replicated_log or in_memory", f.registry)
 	}
+	recoveryHold := *f.allocatorRecoveryHold
+	if recoveryHold == 0 {
+		recoveryHold = -1 // no pause (the Config's zero is the default)
+	}
 	cfg := master.Config{
 		Hostname:             hostnameOr(f.hostname),
 		IP:                   f.ip,
@@ -160,9 +172,12 @@ func startMaster(ctx context.Context, f *masterFlags, fs *flag.FlagSet, ln net.L
 		Flags:                flags,
 		Logger:               log,
 
-		AgentReregisterTimeout: *f.agentReregisterTimeout,
-		AgentRemovalInterval:   removalInterval,
-		OnFatal:                onFatal,
+		AgentReregisterTimeout:       *f.agentReregisterTimeout,
+		AllocatorRecoveryTimeout:     *f.allocatorRecoveryTimeout,
+		AllocatorAgentRecoveryFactor: f.allocatorAgentRecoveryFactor,
+		AllocatorRecoveryHold:        recoveryHold,
+		AgentRemovalInterval:         removalInterval,
+		OnFatal:                      onFatal,
 	}
 	if reg != nil {
 		cfg.Registrar = reg.adapter

@@ -79,6 +79,14 @@ type Allocator interface {
 
 	// Allocate requests an allocation run soon (coalesced with others).
 	Allocate()
+
+	// Pause stops allocation runs, periodic and requested, until Resume;
+	// notifications are still applied. A newly elected master pauses
+	// while the agents of its registry re-register, so that it does not
+	// offer a partial cluster (Mesos's allocator recovery). Resume
+	// requests a run.
+	Pause()
+	Resume()
 }
 
 // Quota is a role's guarantee (resources it is offered before fair

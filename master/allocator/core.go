@@ -18,6 +18,8 @@ import (
 // to send.
 type core struct {
 	names *nameTable
+	// paused: no allocation runs (Allocator.Pause).
+	paused bool
 
 	agents    map[string]*agent
 	agentList []*agent // insertion order

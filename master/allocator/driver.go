@@ -183,6 +183,10 @@ func (d *driver) allocate() {
 	d.mu.Lock()
 	now := d.clk.Now()
 	d.drainLocked(now)
+	if d.c.paused {
+		d.mu.Unlock()
+		return
+	}
 	start := time.Now() // wall time: this measures the run, it decides nothing
 	res := d.c.allocate(now)
 	d.c.metrics.record(float64(time.Since(start).Nanoseconds()) / 1e6)
@@ -365,6 +369,16 @@ func copyMap(m map[string]float64) map[string]float64 {
 // Allocate implements Allocator (enqueues).
 func (d *driver) Allocate() {
 	d.enqueue(func(*core, time.Time) bool { return true })
+}
+
+// Pause implements Allocator (enqueues).
+func (d *driver) Pause() {
+	d.enqueue(func(c *core, _ time.Time) bool { c.paused = true; return false })
+}
+
+// Resume implements Allocator (enqueues).
+func (d *driver) Resume() {
+	d.enqueue(func(c *core, _ time.Time) bool { c.paused = false; return true })
 }
 
 var (

@@ -142,3 +142,24 @@ func TestOptionsValidation(t *testing.T) {
 		}
 	}
 }
+
+// A paused allocator applies notifications but makes no offers, neither
+// on request nor at the interval, and says why; Resume allocates.
+func TestDriverPause(t *testing.T) {
+	a, fake, ch := startDriver(t, Default)
+	a.Pause()
+	total := resources.MustParse("cpus:4;mem:1024")
+	a.AddAgent("a1", &mesos.AgentInfo{Hostname: proto.String("h")}, total, nil)
+	a.AddFramework("f1", &mesos.FrameworkInfo{Role: proto.String("web")}, nil, true, nil)
+	a.Allocate()
+	fake.Advance(time.Second)
+	noOffer(t, a, ch)
+	ex := a.(Introspector).Explain("f1")
+	if len(ex.Roles) != 1 || ex.Roles[0].Reason != ReasonPaused {
+		t.Fatalf("explanation while paused: %+v", ex)
+	}
+	a.Resume()
+	if e := waitOffer(t, ch); e.fw != "f1" || !e.offers["web"]["a1"].Equal(total) {
+		t.Fatalf("offer after Resume = %v %v", e.fw, e.offers)
+	}
+}

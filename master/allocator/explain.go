@@ -16,6 +16,7 @@ const (
 	ReasonUnknownFramework    Reason = "UNKNOWN_FRAMEWORK"
 	ReasonInactive            Reason = "FRAMEWORK_INACTIVE"
 	ReasonSuppressed          Reason = "SUPPRESSED"
+	ReasonPaused              Reason = "ALLOCATION_PAUSED"
 	ReasonNoAgents            Reason = "NO_ACTIVE_AGENTS"
 	ReasonNothingFree         Reason = "NOTHING_FREE_IN_ROLE"
 	ReasonOverQuotaLimit      Reason = "OVER_QUOTA_LIMIT"
@@ -83,6 +84,8 @@ func (c *core) explain(fid string, now time.Time) Explanation {
 			re.Reason, re.Message = ReasonInactive, "the framework is not connected (inactive)"
 		case f.suppressed[rn]:
 			re.Reason, re.Message = ReasonSuppressed, "the framework suppressed offers for this role; REVIVE to resume"
+		case c.paused:
+			re.Reason, re.Message = ReasonPaused, "allocation is paused while the agents re-register with a newly elected master (--allocator_agent_recovery_factor, --allocator_recovery_timeout)"
 		default:
 			c.explainRole(f, rn, qr, now, &re)
 		}

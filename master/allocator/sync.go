@@ -52,8 +52,12 @@ func (e errUnsupportedSync) Error() string {
 }
 
 // Run performs one allocation run at now and returns its duration
-// (wall time, without delivering the offers).
+// (wall time, without delivering the offers); while paused it does
+// nothing and returns 0.
 func (s *Sync) Run(now time.Time) time.Duration {
+	if s.c.paused {
+		return 0
+	}
 	runtime.LockOSThread()
 	cpu0 := cputime.Thread()
 	start := time.Now()
@@ -82,6 +86,12 @@ func (s *Sync) Stop() {}
 
 // Allocate implements Allocator; runs happen only through Run.
 func (s *Sync) Allocate() {}
+
+// Pause implements Allocator: Run does nothing until Resume.
+func (s *Sync) Pause() { s.c.paused = true }
+
+// Resume implements Allocator.
+func (s *Sync) Resume() { s.c.paused = false }
 
 // AddFramework implements Allocator, applying the notification at once.
 func (s *Sync) AddFramework(id string, info *mesos.FrameworkInfo, used map[string]resources.Resources, active bool, suppressed []string) {

@@ -48,6 +48,8 @@ func (idleAllocator) ReviveOffers(string, []string)                             
 func (idleAllocator) UpdateWeights(map[string]float64)                                     {}
 func (idleAllocator) UpdateQuota(string, allocator.Quota)                                  {}
 func (idleAllocator) Allocate()                                                            {}
+func (idleAllocator) Pause()                                                               {}
+func (idleAllocator) Resume()                                                              {}
 
 // cluster is a master behind a real HTTP server speaking HTTP/1.1 and h2c.
 type cluster struct {

@@ -249,6 +249,7 @@ const REASON_TEXT = {
   UNKNOWN_FRAMEWORK: "The allocator does not know this framework.",
   FRAMEWORK_INACTIVE: "The framework is not connected: its scheduler must re-subscribe before it is offered anything.",
   SUPPRESSED: "The framework suppressed offers for this role; it gets none until its scheduler sends REVIVE.",
+  ALLOCATION_PAUSED: "A newly elected master is waiting for the agents to re-register before it offers anything.",
   NO_ACTIVE_AGENTS: "There are no active agents.",
   NOTHING_FREE_IN_ROLE: "Nothing is free for this role: every resource it may use is allocated or offered.",
   OVER_QUOTA_LIMIT: "The role has reached its quota limit.",
