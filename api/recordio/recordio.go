@@ -5,8 +5,8 @@
 //
 // It is used for every streaming response of the v1 APIs (scheduler,
 // executor and operator SUBSCRIBE) and for mezzo's agent protocol. Records are
-// never empty and carry no trailing newline; a writer emits each record in one
-// Write and flushes it, so that one record travels as one HTTP chunk.
+// never empty and carry no trailing newline. A Writer flushes each record it
+// Writes, or a batch of Appended records at once.
 package recordio
 
 import (
@@ -42,25 +42,56 @@ func NewWriter(w io.Writer) *Writer {
 	return &Writer{w: w, f: f}
 }
 
-// Write frames and writes one record. An empty record is an error: the
-// format cannot distinguish it from a keep-alive and mesos-go skips it.
+// Write frames and writes one record, and flushes it. An empty record is
+// an error: the format cannot distinguish it from a keep-alive and
+// mesos-go skips it.
 func (w *Writer) Write(record []byte) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.appendLocked(record); err != nil {
+		return err
+	}
+	w.flushLocked()
+	return nil
+}
+
+// Append frames and writes one record without flushing it: records
+// appended together and then flushed travel in one write (one HTTP/2 DATA
+// frame or HTTP/1.1 chunk) instead of one each.
+func (w *Writer) Append(record []byte) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.appendLocked(record)
+}
+
+// Flush sends what was written, if the underlying writer can flush.
+func (w *Writer) Flush() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.flushLocked()
+}
+
+func (w *Writer) appendLocked(record []byte) error {
 	if len(record) == 0 {
 		return errors.New("recordio: empty record")
 	}
-	buf := make([]byte, 0, len(record)+12)
-	buf = strconv.AppendInt(buf, int64(len(record)), 10)
-	buf = append(buf, '\n')
-	buf = append(buf, record...)
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if _, err := w.w.Write(buf); err != nil {
+	var head [20]byte
+	if _, err := w.w.Write(strconv.AppendInt(head[:0], int64(len(record)), 10)); err != nil {
 		return err
 	}
+	if _, err := w.w.Write(newline); err != nil {
+		return err
+	}
+	_, err := w.w.Write(record)
+	return err
+}
+
+var newline = []byte{'\n'}
+
+func (w *Writer) flushLocked() {
 	if w.f != nil {
 		w.f.Flush()
 	}
-	return nil
 }
 
 // Reader reads records framed by a Writer (or by Mesos).

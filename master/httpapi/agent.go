@@ -74,14 +74,19 @@ func (s *server) agentSubscribe(w http.ResponseWriter, r *http.Request, call *pr
 	}
 	defer st.Close()
 	rw := streamStart(w, codec.Protobuf, nil)
+	// SUBSCRIBED is queued by now: it leaves with the headers.
+	events, ended := st.Drain()
+	if err := writeBatch(rw, codec.Protobuf, events); err != nil || ended {
+		return
+	}
 	for {
 		select {
 		case <-r.Context().Done():
 			return
 		case <-st.Ready():
 			events, ended := st.Drain()
-			for _, ev := range events {
-				if err := writeRecord(rw, codec.Protobuf, ev); err != nil {
+			if len(events) > 0 {
+				if err := writeBatch(rw, codec.Protobuf, events); err != nil {
 					return
 				}
 			}

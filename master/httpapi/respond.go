@@ -93,21 +93,47 @@ func streamStart(w http.ResponseWriter, mt codec.MediaType, extra map[string]str
 	rc := http.NewResponseController(w)
 	// Streams outlive any server-wide write timeout.
 	_ = rc.SetWriteDeadline(time.Time{})
-	_ = rc.Flush()
+	// No flush: the caller's first writeBatch sends the headers together
+	// with the events already queued (SUBSCRIBED), in one write.
 	return recordio.NewWriter(w)
 }
 
-// writeRecord encodes and writes one event.
+// writeBatch encodes events as records and flushes them together, in one
+// write; with no events it flushes what is pending (the headers).
+func writeBatch[E proto.Message](rw *recordio.Writer, mt codec.MediaType, events []E) error {
+	for _, ev := range events {
+		data, err := encodeRecord(mt, ev)
+		if err != nil {
+			return err
+		}
+		if err := rw.Append(data); err != nil {
+			return err
+		}
+	}
+	rw.Flush()
+	return nil
+}
+
+// writeRecord encodes and writes one event, flushed.
 func writeRecord(rw *recordio.Writer, mt codec.MediaType, m proto.Message) error {
-	data, err := codec.Marshal(mt, m)
+	data, err := encodeRecord(mt, m)
 	if err != nil {
 		return err
+	}
+	return rw.Write(data)
+}
+
+// encodeRecord encodes one event as a record.
+func encodeRecord(mt codec.MediaType, m proto.Message) ([]byte, error) {
+	data, err := codec.Marshal(mt, m)
+	if err != nil {
+		return nil, err
 	}
 	if mt == codec.JSON && strings.ContainsRune(string(data), '\n') {
 		// Records must be single-line JSON (the npm client splits on "\n").
 		data = []byte(strings.ReplaceAll(string(data), "\n", ""))
 	}
-	return rw.Write(data)
+	return data, nil
 }
 
 // redirectIfFollower answers a request to a master that does not lead:

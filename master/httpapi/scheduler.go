@@ -78,14 +78,19 @@ func (s *server) subscribe(w http.ResponseWriter, r *http.Request, call *schedul
 	ticker := s.cfg.Clock.NewTicker(s.cfg.HeartbeatInterval)
 	defer ticker.Stop()
 	heartbeat := &schedulerpb.Event{Type: schedulerpb.Event_HEARTBEAT.Enum()}
+	// SUBSCRIBED is queued by now: it leaves with the headers.
+	events, ended := st.Drain()
+	if err := writeBatch(rw, rt, events); err != nil || ended {
+		return
+	}
 	for {
 		select {
 		case <-r.Context().Done():
 			return
 		case <-st.Ready():
 			events, ended := st.Drain()
-			for _, ev := range events {
-				if err := writeRecord(rw, rt, ev); err != nil {
+			if len(events) > 0 {
+				if err := writeBatch(rw, rt, events); err != nil {
 					return
 				}
 			}
