@@ -39,7 +39,7 @@ func (s *server) agent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	call := &protocol.AgentCall{}
-	if err := codec.Unmarshal(mt, body, call); err != nil {
+	if err := unmarshal(mt, body, call); err != nil {
 		fail(w, http.StatusBadRequest, parseError(mt, "AgentCall", err))
 		return
 	}

@@ -32,7 +32,7 @@ func (s *server) scheduler(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	call := &schedulerpb.Call{}
-	if err := codec.Unmarshal(mt, body, call); err != nil {
+	if err := unmarshal(mt, body, call); err != nil {
 		fail(w, http.StatusBadRequest, parseError(mt, "Call", err))
 		return
 	}

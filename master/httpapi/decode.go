@@ -1,0 +1,62 @@
+package httpapi
+
+import (
+	"runtime"
+	"sync"
+
+	"google.golang.org/protobuf/proto"
+
+	"mezzo/api/codec"
+)
+
+// Calls are decoded on a few long-lived goroutines rather than on the
+// request's own. Go's HTTP/2 server runs each request on a new goroutine
+// with a small stack, and decoding a deeply nested message (an agent's
+// SUBSCRIBE, with its frameworks, executors and tasks) grew and copied
+// that stack several times: during a 40,000-agent re-registration storm
+// the copying was 6% of the new leader's CPU, more than the hand-off to
+// a goroutine whose stack has long been grown.
+
+// decodeJob is one message to decode.
+type decodeJob struct {
+	mt   codec.MediaType
+	body []byte
+	m    proto.Message
+	done chan error
+}
+
+var (
+	decodeJobs  chan decodeJob
+	decodeStart sync.Once
+	// donePool recycles the reply channels (one per call otherwise).
+	donePool = sync.Pool{New: func() any { return make(chan error, 1) }}
+)
+
+// unmarshal decodes body into m like codec.Unmarshal, on a decoding
+// goroutine when one is free and on the caller's otherwise.
+func unmarshal(mt codec.MediaType, body []byte, m proto.Message) error {
+	decodeStart.Do(func() {
+		n := runtime.GOMAXPROCS(0)
+		decodeJobs = make(chan decodeJob)
+		for range n {
+			go decoder()
+		}
+	})
+	done := donePool.Get().(chan error)
+	select {
+	case decodeJobs <- decodeJob{mt: mt, body: body, m: m, done: done}:
+		err := <-done
+		donePool.Put(done)
+		return err
+	default:
+		donePool.Put(done)
+		return codec.Unmarshal(mt, body, m)
+	}
+}
+
+// decoder decodes jobs for the life of the process.
+func decoder() {
+	for j := range decodeJobs {
+		j.done <- codec.Unmarshal(j.mt, j.body, j.m)
+	}
+}
