@@ -11,6 +11,7 @@ import (
 
 	"mezzo/api/mesos"
 	"mezzo/internal/clock"
+	"mezzo/sim/internal/h2c"
 )
 
 // simRuntime is what the agents of one fleet share: the normalized
@@ -92,7 +93,7 @@ func (rt *simRuntime) shutdown() {
 		<-sh.done
 	}
 	for _, c := range rt.clients {
-		c.CloseIdleConnections()
+		c.Transport.(*h2c.Transport).Close()
 	}
 }
 
