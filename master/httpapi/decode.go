@@ -16,6 +16,9 @@ import (
 // that stack several times: during a 40,000-agent re-registration storm
 // the copying was 6% of the new leader's CPU, more than the hand-off to
 // a goroutine whose stack has long been grown.
+//
+// A decoder never blocks but to hand back its result (into a buffered
+// channel), so callers waiting for one always get their turn.
 
 // decodeJob is one message to decode.
 type decodeJob struct {
@@ -33,25 +36,22 @@ var (
 )
 
 // unmarshal decodes body into m like codec.Unmarshal, on a decoding
-// goroutine when one is free and on the caller's otherwise.
+// goroutine. Decoding only computes, so one goroutine per processor is
+// enough, and a caller waits for a free one rather than decode on its own
+// stack (under load they are all busy most of the time).
 func unmarshal(mt codec.MediaType, body []byte, m proto.Message) error {
 	decodeStart.Do(func() {
 		n := runtime.GOMAXPROCS(0)
-		decodeJobs = make(chan decodeJob)
+		decodeJobs = make(chan decodeJob, 4*n)
 		for range n {
 			go decoder()
 		}
 	})
 	done := donePool.Get().(chan error)
-	select {
-	case decodeJobs <- decodeJob{mt: mt, body: body, m: m, done: done}:
-		err := <-done
-		donePool.Put(done)
-		return err
-	default:
-		donePool.Put(done)
-		return codec.Unmarshal(mt, body, m)
-	}
+	decodeJobs <- decodeJob{mt: mt, body: body, m: m, done: done}
+	err := <-done
+	donePool.Put(done)
+	return err
 }
 
 // decoder decodes jobs for the life of the process.
