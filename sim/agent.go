@@ -233,7 +233,7 @@ func (a *Agent) connect() {
 	a.subscribe.Store(a.rt.clk.Now().UnixNano())
 	leader := a.leader
 	a.rt.wg.Add(1)
-	go a.stream(ctx, id, body, leader)
+	a.rt.streams.run(func() { a.stream(ctx, id, body, leader) })
 }
 
 // stream is the goroutine of one connection attempt: it dials, then

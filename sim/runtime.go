@@ -34,6 +34,8 @@ type simRuntime struct {
 	cancel context.CancelFunc
 	stop   chan struct{} // closed at Stop: posters exit
 	wg     sync.WaitGroup
+	// streams runs the agents' connection attempts (Agent.stream).
+	streams workers
 
 	counters   counters
 	registered atomic.Int64 // agents currently registered
@@ -92,6 +94,7 @@ func (rt *simRuntime) shutdown() {
 		close(sh.stop)
 		<-sh.done
 	}
+	rt.streams.stop() // no loop is left to start an attempt
 	for _, c := range rt.clients {
 		c.Transport.(*h2c.Transport).Close()
 	}
