@@ -316,3 +316,62 @@ func acceptingMaster(t *testing.T) string {
 	t.Cleanup(srv.Close)
 	return strings.TrimPrefix(srv.URL, "http://")
 }
+
+// A redirect teaches the process the leader before the leader answers:
+// while the first agent waits for a busy leader's 200, the next ones go
+// to the leader without asking the follower.
+func TestRedirectTeachesLeader(t *testing.T) {
+	release := make(chan struct{})
+	var leaderCalls atomic.Int64
+	leader := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		leaderCalls.Add(1)
+		<-release
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer leader.Close()
+	defer close(release)
+	leaderAddr := strings.TrimPrefix(leader.URL, "http://")
+	var followerCalls atomic.Int64
+	follower := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		followerCalls.Add(1)
+		w.Header().Set("Location", "//"+leaderAddr+Path)
+		w.WriteHeader(http.StatusTemporaryRedirect)
+	}))
+	defer follower.Close()
+	masters := []string{strings.TrimPrefix(follower.URL, "http://"), leaderAddr}
+	hc := noRedirects()
+	errs := make(chan error, 2)
+	dial := func() {
+		resp, _, err := Dial(context.Background(), hc, masters, "", nil)
+		if err == nil {
+			resp.Body.Close()
+		}
+		errs <- err
+	}
+	go dial()
+	waitUntil(t, "the first dial at the leader", func() bool { return leaderCalls.Load() == 1 })
+	go dial()
+	waitUntil(t, "the second dial at the leader", func() bool { return leaderCalls.Load() == 2 })
+	if n := followerCalls.Load(); n != 1 {
+		t.Fatalf("the follower was asked %d times, want once (by the first dial)", n)
+	}
+	release <- struct{}{}
+	release <- struct{}{}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// waitUntil polls cond until it holds, failing the test after a deadline.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond) // poll interval, bounded by the deadline
+	}
+}

@@ -86,8 +86,9 @@ const (
 	staleRedirectPause  = 50 * time.Millisecond
 )
 
-// accepted is, for this process, the master that last accepted a
-// subscription; Dial tries it first when it is one of the agent's masters.
+// accepted is, for this process, the master last known to lead: it
+// accepted a subscription, or a master redirected a subscription to it.
+// Dial tries it first when it is one of the agent's masters.
 // After a failover each agent starts from a master list in which the new
 // leader may come last: every agent would ask a follower first and be
 // redirected. One agent per process (a real agent) learns nothing from
@@ -181,6 +182,12 @@ func dialOnce(ctx context.Context, hc *http.Client, candidates []string, body []
 			msg := ReadMessage(resp)
 			if resp.StatusCode == http.StatusTemporaryRedirect && hop < MaxRedirects {
 				if next := RedirectHost(resp.Header.Get("Location")); next != "" {
+					// The leader answers slowly during a storm: agents of
+					// this process that dial meanwhile go to it directly
+					// rather than each through the follower.
+					if l := accepted.Load(); l == nil || *l != next {
+						accepted.Store(&next)
+					}
 					host = next
 					continue
 				}
