@@ -328,6 +328,9 @@ func (s *state) sendFramework(fw *framework, ev *schedulerpb.Event) {
 		return
 	}
 	if !fw.stream.send(ev) {
+		if fw.stream.q.isClosed() {
+			return // the connection ended; frameworkStreamClosed follows
+		}
 		s.log.Warn("framework stream backlog full; disconnecting", "framework", fw.id)
 		st := fw.stream
 		s.post(func(s *state, now time.Time) { s.frameworkStreamClosed(st, now) })
