@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"math/rand/v2"
-	"net/http"
 	"testing"
 	"time"
 )
@@ -51,11 +50,7 @@ func TestPingTimeout(t *testing.T) {
 // TestPingKeepsAlive: a live server answers PINGs, and an idle stream
 // outlives many ping intervals.
 func TestPingKeepsAlive(t *testing.T) {
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.WriteHeader(200)
-		w.(http.Flusher).Flush()
-		<-r.Context().Done()
-	})
+	h := holdOpen
 	_, addr := startServer(t, h, 0)
 	tr := newTestTransport(t, Config{PingInterval: 10 * time.Millisecond, PingTimeout: 100 * time.Millisecond})
 	resp, err := tr.RoundTrip(post(t, context.Background(), "http://"+addr+"/", nil))

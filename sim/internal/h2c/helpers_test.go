@@ -227,3 +227,11 @@ func (fs *fakeServer) drain() {
 		}
 	}
 }
+
+// holdOpen answers 200 at once and keeps the response open until the
+// request's context ends (the client resets the stream or goes away).
+var holdOpen = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(200)
+	w.(http.Flusher).Flush()
+	<-r.Context().Done()
+})

@@ -360,11 +360,7 @@ func TestBodyCloseFreesSlot(t *testing.T) {
 }
 
 func TestServerDeath(t *testing.T) {
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.WriteHeader(200)
-		w.(http.Flusher).Flush()
-		<-r.Context().Done()
-	})
+	h := holdOpen
 	srv, addr := startServer(t, h, 3)
 	tr := newTestTransport(t, Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
@@ -558,11 +554,7 @@ func TestCloseIdleConnections(t *testing.T) {
 // TestNoGoroutineLeak checks that Close leaves no goroutines behind, with
 // streams open and a dial failing.
 func TestNoGoroutineLeak(t *testing.T) {
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.WriteHeader(200)
-		w.(http.Flusher).Flush()
-		<-r.Context().Done()
-	})
+	h := holdOpen
 	_, addr := startServer(t, h, 2)
 	base := runtime.NumGoroutine()
 
