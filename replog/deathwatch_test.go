@@ -59,6 +59,10 @@ func newKillableTransport(t *testing.T) (raft.Transport, *killableLayer) {
 // once, far sooner than their heartbeat timeout, also when the follower
 // whose turn is first died with it; while the leader lives, nobody hastens
 // anything.
+//
+// Of three, when the first in turn died too, the last cannot win alone
+// and must not campaign early: a second campaign while the first's was
+// merely slow to be seen split the vote.
 func TestLeaderDeathHastensElection(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -68,6 +72,7 @@ func TestLeaderDeathHastensElection(t *testing.T) {
 	}{
 		{"leader", 3, false},
 		{"leader and the first in turn", 5, true},
+		{"leader and the first in turn of three", 3, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) { testLeaderDeath(t, tc.nodes, tc.alsoFirst) })
 	}
@@ -145,6 +150,19 @@ func testLeaderDeath(t *testing.T, size int, alsoFirst bool) {
 			}
 			layers[i].kill()
 		}
+	}
+	if size-len(dead) < size/2+1 {
+		// No quorum left: nobody may hasten; watch for a while (several
+		// campaign turns).
+		stagger := nodes[0].log.cfg.CampaignStagger
+		for end := time.Now().Add(8 * stagger); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+			for i, n := range nodes {
+				if h := n.log.hastened.Load(); !dead[i] && h != 0 {
+					t.Fatalf("%s campaigned early without a quorum left", n.log.ID())
+				}
+			}
+		}
+		return
 	}
 	deadline := time.Now().Add(slow / 3)
 	for {
