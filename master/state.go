@@ -359,9 +359,16 @@ func (s *state) agentEvent(t protocol.AgentEvent_Type) *protocol.AgentEvent {
 	return &protocol.AgentEvent{Type: t.Enum(), Epoch: proto.Uint64(s.epoch)}
 }
 
-// emit delivers an operator-stream event to every watcher; a watcher whose
-// buffer is full is disconnected rather than slowing the loop.
-func (s *state) emit(ev *masterpb.Event) {
+// emit delivers an operator-stream event, made by build, to every
+// watcher; a watcher whose buffer is full is disconnected rather than
+// slowing the loop. With no watcher, the usual case, nothing is built:
+// agent and framework protos are not cheap, and a failover builds one for
+// every returning agent.
+func (s *state) emit(build func() *masterpb.Event) {
+	if len(s.watchers) == 0 {
+		return
+	}
+	ev := build()
 	for w := range s.watchers {
 		select {
 		case w.ch <- ev:

@@ -358,7 +358,9 @@ func (l *launcher) addTask(ti *mesos.TaskInfo, res resources.Resources, ex *exec
 		t.executorID = ex.info.GetExecutorId().GetValue()
 	}
 	l.s.addTask(t)
-	l.s.emit(&masterpb.Event{Type: masterpb.Event_TASK_ADDED.Enum(), TaskAdded: &masterpb.Event_TaskAdded{Task: p}})
+	l.s.emit(func() *masterpb.Event {
+		return &masterpb.Event{Type: masterpb.Event_TASK_ADDED.Enum(), TaskAdded: &masterpb.Event_TaskAdded{Task: p}}
+	})
 }
 
 // withAllocation copies rs, injecting allocation_info.role where missing

@@ -198,8 +198,10 @@ func (s *state) admitted(st *AgentStream, sub *protocol.AgentCall_Subscribe, err
 		s.count("master/slave_registrations")
 	}
 	s.log.Info("agent registered", "agent", id, "hostname", info.GetHostname(), "readmitted", readmit)
-	s.emit(&masterpb.Event{Type: masterpb.Event_AGENT_ADDED.Enum(),
-		AgentAdded: &masterpb.Event_AgentAdded{Agent: s.agentProto(a)}})
+	s.emit(func() *masterpb.Event {
+		return &masterpb.Event{Type: masterpb.Event_AGENT_ADDED.Enum(),
+			AgentAdded: &masterpb.Event_AgentAdded{Agent: s.agentProto(a)}}
+	})
 }
 
 // connectAgent attaches a subscription stream and sends SUBSCRIBED.
@@ -283,8 +285,10 @@ func (s *state) adoptReport(a *agent, sub *protocol.AgentCall_Subscribe, now tim
 			fw.recovered = true
 			s.frameworks[id] = fw
 			s.alloc.AddFramework(id, fw.info, nil, false, nil)
-			s.emit(&masterpb.Event{Type: masterpb.Event_FRAMEWORK_ADDED.Enum(),
-				FrameworkAdded: &masterpb.Event_FrameworkAdded{Framework: s.frameworkProto(fw)}})
+			s.emit(func() *masterpb.Event {
+				return &masterpb.Event{Type: masterpb.Event_FRAMEWORK_ADDED.Enum(),
+					FrameworkAdded: &masterpb.Event_FrameworkAdded{Framework: s.frameworkProto(fw)}}
+			})
 		}
 	}
 	for _, ei := range sub.GetExecutors() {
@@ -328,7 +332,9 @@ func (s *state) adoptReport(a *agent, sub *protocol.AgentCall_Subscribe, now tim
 		t.recovered = mesos.IsTerminal(tp.GetState())
 		delete(fw.unreachableTasks, id)
 		s.addTask(t)
-		s.emit(&masterpb.Event{Type: masterpb.Event_TASK_ADDED.Enum(), TaskAdded: &masterpb.Event_TaskAdded{Task: tp}})
+		s.emit(func() *masterpb.Event {
+			return &masterpb.Event{Type: masterpb.Event_TASK_ADDED.Enum(), TaskAdded: &masterpb.Event_TaskAdded{Task: tp}}
+		})
 	}
 	for _, id := range sortedKeys(shutdown) {
 		ev := s.agentEvent(protocol.AgentEvent_SHUTDOWN_FRAMEWORK)
@@ -444,8 +450,10 @@ func (s *state) dropAgent(a *agent, newState func(*framework) mesos.TaskState, m
 	s.agentIDCache = nil
 	s.alloc.RemoveAgent(a.id)
 	s.count("master/slave_removals")
-	s.emit(&masterpb.Event{Type: masterpb.Event_AGENT_REMOVED.Enum(),
-		AgentRemoved: &masterpb.Event_AgentRemoved{AgentId: agentID(a.id)}})
+	s.emit(func() *masterpb.Event {
+		return &masterpb.Event{Type: masterpb.Event_AGENT_REMOVED.Enum(),
+			AgentRemoved: &masterpb.Event_AgentRemoved{AgentId: agentID(a.id)}}
+	})
 }
 
 // removeAgent removes an agent for good (it unregistered): the registrar

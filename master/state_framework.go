@@ -122,8 +122,10 @@ func (s *state) subscribe(sub *schedulerpb.Call_Subscribe, now time.Time) (*Fram
 	s.sendFramework(fw, &schedulerpb.Event{Type: schedulerpb.Event_HEARTBEAT.Enum()})
 
 	if added {
-		s.emit(&masterpb.Event{Type: masterpb.Event_FRAMEWORK_ADDED.Enum(),
-			FrameworkAdded: &masterpb.Event_FrameworkAdded{Framework: s.frameworkProto(fw)}})
+		s.emit(func() *masterpb.Event {
+			return &masterpb.Event{Type: masterpb.Event_FRAMEWORK_ADDED.Enum(),
+				FrameworkAdded: &masterpb.Event_FrameworkAdded{Framework: s.frameworkProto(fw)}}
+		})
 	} else {
 		s.emitFrameworkUpdated(fw)
 	}
@@ -236,8 +238,10 @@ func (s *state) removeFramework(fw *framework, now time.Time) {
 		s.completed = append([]*FrameworkView(nil), s.completed[over:]...)
 	}
 	s.dirty = true
-	s.emit(&masterpb.Event{Type: masterpb.Event_FRAMEWORK_REMOVED.Enum(),
-		FrameworkRemoved: &masterpb.Event_FrameworkRemoved{FrameworkInfo: fw.info}})
+	s.emit(func() *masterpb.Event {
+		return &masterpb.Event{Type: masterpb.Event_FRAMEWORK_REMOVED.Enum(),
+			FrameworkRemoved: &masterpb.Event_FrameworkRemoved{FrameworkInfo: fw.info}}
+	})
 }
 
 // updateFramework handles UPDATE_FRAMEWORK.
@@ -319,8 +323,10 @@ func (s *state) frameworkUsed(fw *framework) map[string]resources.Resources {
 }
 
 func (s *state) emitFrameworkUpdated(fw *framework) {
-	s.emit(&masterpb.Event{Type: masterpb.Event_FRAMEWORK_UPDATED.Enum(),
-		FrameworkUpdated: &masterpb.Event_FrameworkUpdated{Framework: s.frameworkProto(fw)}})
+	s.emit(func() *masterpb.Event {
+		return &masterpb.Event{Type: masterpb.Event_FRAMEWORK_UPDATED.Enum(),
+			FrameworkUpdated: &masterpb.Event_FrameworkUpdated{Framework: s.frameworkProto(fw)}}
+	})
 }
 
 // trimCompleted bounds a framework's completed tasks.

@@ -106,9 +106,11 @@ func (s *state) applyStatus(t *task, st *mesos.TaskStatus, latest mesos.TaskStat
 		s.recoverTask(t)
 	}
 	s.dirty = true
-	s.emit(&masterpb.Event{Type: masterpb.Event_TASK_UPDATED.Enum(), TaskUpdated: &masterpb.Event_TaskUpdated{
-		FrameworkId: frameworkID(t.fwID), Status: st, State: latest.Enum(),
-	}})
+	s.emit(func() *masterpb.Event {
+		return &masterpb.Event{Type: masterpb.Event_TASK_UPDATED.Enum(), TaskUpdated: &masterpb.Event_TaskUpdated{
+			FrameworkId: frameworkID(t.fwID), Status: st, State: latest.Enum(),
+		}}
+	})
 }
 
 // newStatus builds a master-generated status (no uuid: it needs no ack).
