@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"fmt"
 	"runtime"
 	"sync"
 
@@ -57,6 +58,18 @@ func unmarshal(mt codec.MediaType, body []byte, m proto.Message) error {
 // decoder decodes jobs for the life of the process.
 func decoder() {
 	for j := range decodeJobs {
-		j.done <- codec.Unmarshal(j.mt, j.body, j.m)
+		j.done <- safeUnmarshal(j.mt, j.body, j.m)
 	}
+}
+
+// safeUnmarshal is codec.Unmarshal with a panic turned into an error. On
+// the request's goroutine the HTTP server would have recovered it and
+// dropped the request; here it would take the master down.
+func safeUnmarshal(mt codec.MediaType, body []byte, m proto.Message) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("decoding panicked: %v", r)
+		}
+	}()
+	return codec.Unmarshal(mt, body, m)
 }

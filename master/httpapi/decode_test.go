@@ -1,10 +1,12 @@
 package httpapi
 
 import (
+	"runtime"
 	"sync"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"mezzo/api/codec"
 	"mezzo/api/protocol"
@@ -37,4 +39,22 @@ func TestUnmarshalMatchesCodec(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// panicky is a message whose decoding panics (a stand-in for a decoder
+// bug): the decoding goroutine survives and the caller gets an error.
+type panicky struct{ protocol.AgentCall }
+
+func (p *panicky) ProtoReflect() protoreflect.Message { panic("boom") }
+
+func TestUnmarshalPanicIsAnError(t *testing.T) {
+	for range 2 * runtime.GOMAXPROCS(0) { // every decoder, and again
+		if err := unmarshal(codec.Protobuf, []byte{}, &panicky{}); err == nil {
+			t.Fatal("no error from a decoding that panicked")
+		}
+	}
+	var call protocol.AgentCall
+	if err := unmarshal(codec.Protobuf, nil, &call); err != nil {
+		t.Fatalf("decoding after the panics: %v", err)
+	}
 }
