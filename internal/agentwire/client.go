@@ -97,6 +97,14 @@ const (
 // would otherwise compete with the leader for the CPU.
 var accepted atomic.Pointer[string]
 
+// noteLeader records host as the master last known to lead (accepted),
+// without a store when it already is.
+func noteLeader(host string) {
+	if l := accepted.Load(); l == nil || *l != host {
+		accepted.Store(&host)
+	}
+}
+
 // refused remembers, for this process, the masters that recently refused a
 // connection (nothing listens: the process is down), so that Dial tries
 // them last. After a leader dies every agent's first candidate is that
@@ -174,9 +182,7 @@ func dialOnce(ctx context.Context, hc *http.Client, candidates []string, body []
 				break
 			}
 			if resp.StatusCode == http.StatusOK {
-				if l := accepted.Load(); l == nil || *l != host {
-					accepted.Store(&host)
-				}
+				noteLeader(host)
 				return resp, host, false, nil
 			}
 			msg := ReadMessage(resp)
@@ -185,9 +191,7 @@ func dialOnce(ctx context.Context, hc *http.Client, candidates []string, body []
 					// The leader answers slowly during a storm: agents of
 					// this process that dial meanwhile go to it directly
 					// rather than each through the follower.
-					if l := accepted.Load(); l == nil || *l != next {
-						accepted.Store(&next)
-					}
+					noteLeader(next)
 					host = next
 					continue
 				}

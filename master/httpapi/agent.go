@@ -75,8 +75,7 @@ func (s *server) agentSubscribe(w http.ResponseWriter, r *http.Request, call *pr
 	defer st.Close()
 	rw := streamStart(w, codec.Protobuf, nil)
 	// SUBSCRIBED is queued by now: it leaves with the headers.
-	events, ended := st.Drain()
-	if err := writeBatch(rw, codec.Protobuf, events); err != nil || ended {
+	if !sendQueued(rw, codec.Protobuf, st.Drain, true) {
 		return
 	}
 	for {
@@ -84,13 +83,7 @@ func (s *server) agentSubscribe(w http.ResponseWriter, r *http.Request, call *pr
 		case <-r.Context().Done():
 			return
 		case <-st.Ready():
-			events, ended := st.Drain()
-			if len(events) > 0 {
-				if err := writeBatch(rw, codec.Protobuf, events); err != nil {
-					return
-				}
-			}
-			if ended {
+			if !sendQueued(rw, codec.Protobuf, st.Drain, false) {
 				return
 			}
 		}

@@ -93,7 +93,7 @@ func streamStart(w http.ResponseWriter, mt codec.MediaType, extra map[string]str
 	rc := http.NewResponseController(w)
 	// Streams outlive any server-wide write timeout.
 	_ = rc.SetWriteDeadline(time.Time{})
-	// No flush: the caller's first writeBatch sends the headers together
+	// No flush: the caller's first sendQueued sends the headers together
 	// with the events already queued (SUBSCRIBED), in one write.
 	return recordio.NewWriter(w)
 }
@@ -112,6 +112,20 @@ func writeBatch[E proto.Message](rw *recordio.Writer, mt codec.MediaType, events
 	}
 	rw.Flush()
 	return nil
+}
+
+// sendQueued writes the events a stream has queued (drain) as one batch
+// and reports whether the stream goes on. The first call after
+// streamStart flushes even with nothing queued, so that the headers go
+// out; later calls with nothing queued write nothing.
+func sendQueued[E proto.Message](rw *recordio.Writer, mt codec.MediaType, drain func() ([]E, bool), first bool) bool {
+	events, ended := drain()
+	if len(events) > 0 || first {
+		if err := writeBatch(rw, mt, events); err != nil {
+			return false
+		}
+	}
+	return !ended
 }
 
 // writeRecord encodes and writes one event, flushed.

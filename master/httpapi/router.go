@@ -66,7 +66,6 @@ func New(m *master.Master, opts Options) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/v1/scheduler", s.scheduler)
 	mux.HandleFunc("/master/api/v1/scheduler", s.scheduler)
-	mux.HandleFunc(agentPath, s.agent)
 	mux.HandleFunc("/health", health)
 	mux.HandleFunc("/master/health", health)
 	mux.HandleFunc("/version", s.version)
@@ -95,10 +94,9 @@ func New(m *master.Master, opts Options) http.Handler {
 	// subscribes at once, and the mux's route matching was where each
 	// request's new goroutine first outgrew its stack (copied, 4% of a
 	// new leader's CPU at 40,000 agents).
-	agent := http.HandlerFunc(s.agent)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == agentPath {
-			agent(w, r)
+			s.agent(w, r)
 			return
 		}
 		mux.ServeHTTP(w, r)

@@ -79,8 +79,7 @@ func (s *server) subscribe(w http.ResponseWriter, r *http.Request, call *schedul
 	defer ticker.Stop()
 	heartbeat := &schedulerpb.Event{Type: schedulerpb.Event_HEARTBEAT.Enum()}
 	// SUBSCRIBED is queued by now: it leaves with the headers.
-	events, ended := st.Drain()
-	if err := writeBatch(rw, rt, events); err != nil || ended {
+	if !sendQueued(rw, rt, st.Drain, true) {
 		return
 	}
 	for {
@@ -88,13 +87,7 @@ func (s *server) subscribe(w http.ResponseWriter, r *http.Request, call *schedul
 		case <-r.Context().Done():
 			return
 		case <-st.Ready():
-			events, ended := st.Drain()
-			if len(events) > 0 {
-				if err := writeBatch(rw, rt, events); err != nil {
-					return
-				}
-			}
-			if ended {
+			if !sendQueued(rw, rt, st.Drain, false) {
 				return
 			}
 		case <-ticker.C():
