@@ -175,20 +175,21 @@ func (AgentCall_Type) EnumDescriptor() ([]byte, []int) {
 type AgentEvent_Type int32
 
 const (
-	AgentEvent_UNKNOWN            AgentEvent_Type = 0
-	AgentEvent_SUBSCRIBED         AgentEvent_Type = 1 // registration accepted; carries the agent id
-	AgentEvent_RUN_TASK           AgentEvent_Type = 2 // launch a task (command or custom executor)
-	AgentEvent_RUN_TASK_GROUP     AgentEvent_Type = 3 // launch a task group under the default executor
-	AgentEvent_KILL_TASK          AgentEvent_Type = 4
-	AgentEvent_SHUTDOWN_EXECUTOR  AgentEvent_Type = 5
-	AgentEvent_SHUTDOWN_FRAMEWORK AgentEvent_Type = 6 // framework removed: kill all its executors
-	AgentEvent_ACKNOWLEDGE        AgentEvent_Type = 7 // the scheduler acknowledged a status update
-	AgentEvent_FRAMEWORK_MESSAGE  AgentEvent_Type = 8 // scheduler -> executor data
-	AgentEvent_PING               AgentEvent_Type = 9
-	AgentEvent_UPDATE_FRAMEWORK   AgentEvent_Type = 10 // new FrameworkInfo (failover, UPDATE_FRAMEWORK)
-	AgentEvent_RECONCILE          AgentEvent_Type = 11 // master's view of the agent's tasks after re-registration
-	AgentEvent_SHUTDOWN           AgentEvent_Type = 12 // the master removed this agent; it must not re-register under this id
-	AgentEvent_ERROR              AgentEvent_Type = 13 // a fatal protocol error; the stream ends
+	AgentEvent_UNKNOWN              AgentEvent_Type = 0
+	AgentEvent_SUBSCRIBED           AgentEvent_Type = 1 // registration accepted; carries the agent id
+	AgentEvent_RUN_TASK             AgentEvent_Type = 2 // launch a task (command or custom executor)
+	AgentEvent_RUN_TASK_GROUP       AgentEvent_Type = 3 // launch a task group under the default executor
+	AgentEvent_KILL_TASK            AgentEvent_Type = 4
+	AgentEvent_SHUTDOWN_EXECUTOR    AgentEvent_Type = 5
+	AgentEvent_SHUTDOWN_FRAMEWORK   AgentEvent_Type = 6 // framework removed: kill all its executors
+	AgentEvent_ACKNOWLEDGE          AgentEvent_Type = 7 // the scheduler acknowledged a status update
+	AgentEvent_FRAMEWORK_MESSAGE    AgentEvent_Type = 8 // scheduler -> executor data
+	AgentEvent_PING                 AgentEvent_Type = 9
+	AgentEvent_UPDATE_FRAMEWORK     AgentEvent_Type = 10 // new FrameworkInfo (failover, UPDATE_FRAMEWORK)
+	AgentEvent_RECONCILE            AgentEvent_Type = 11 // master's view of the agent's tasks after re-registration
+	AgentEvent_SHUTDOWN             AgentEvent_Type = 12 // the master removed this agent; it must not re-register under this id
+	AgentEvent_ERROR                AgentEvent_Type = 13 // a fatal protocol error; the stream ends
+	AgentEvent_CHECKPOINT_RESOURCES AgentEvent_Type = 14 // the agent's new set of checkpointed resources
 )
 
 // Enum value maps for AgentEvent_Type.
@@ -208,22 +209,24 @@ var (
 		11: "RECONCILE",
 		12: "SHUTDOWN",
 		13: "ERROR",
+		14: "CHECKPOINT_RESOURCES",
 	}
 	AgentEvent_Type_value = map[string]int32{
-		"UNKNOWN":            0,
-		"SUBSCRIBED":         1,
-		"RUN_TASK":           2,
-		"RUN_TASK_GROUP":     3,
-		"KILL_TASK":          4,
-		"SHUTDOWN_EXECUTOR":  5,
-		"SHUTDOWN_FRAMEWORK": 6,
-		"ACKNOWLEDGE":        7,
-		"FRAMEWORK_MESSAGE":  8,
-		"PING":               9,
-		"UPDATE_FRAMEWORK":   10,
-		"RECONCILE":          11,
-		"SHUTDOWN":           12,
-		"ERROR":              13,
+		"UNKNOWN":              0,
+		"SUBSCRIBED":           1,
+		"RUN_TASK":             2,
+		"RUN_TASK_GROUP":       3,
+		"KILL_TASK":            4,
+		"SHUTDOWN_EXECUTOR":    5,
+		"SHUTDOWN_FRAMEWORK":   6,
+		"ACKNOWLEDGE":          7,
+		"FRAMEWORK_MESSAGE":    8,
+		"PING":                 9,
+		"UPDATE_FRAMEWORK":     10,
+		"RECONCILE":            11,
+		"SHUTDOWN":             12,
+		"ERROR":                13,
+		"CHECKPOINT_RESOURCES": 14,
 	}
 )
 
@@ -369,22 +372,23 @@ type AgentEvent struct {
 	Type  *AgentEvent_Type       `protobuf:"varint,1,opt,name=type,enum=mezzo.protocol.v1.AgentEvent_Type" json:"type,omitempty"`
 	// Leadership epoch of the sending master (its Raft term). Agents drop
 	// events whose epoch is lower than the highest they have accepted.
-	Epoch             *uint64                       `protobuf:"varint,2,opt,name=epoch" json:"epoch,omitempty"`
-	Subscribed        *AgentEvent_Subscribed        `protobuf:"bytes,3,opt,name=subscribed" json:"subscribed,omitempty"`
-	RunTask           *AgentEvent_RunTask           `protobuf:"bytes,4,opt,name=run_task,json=runTask" json:"run_task,omitempty"`
-	RunTaskGroup      *AgentEvent_RunTaskGroup      `protobuf:"bytes,5,opt,name=run_task_group,json=runTaskGroup" json:"run_task_group,omitempty"`
-	KillTask          *AgentEvent_KillTask          `protobuf:"bytes,6,opt,name=kill_task,json=killTask" json:"kill_task,omitempty"`
-	ShutdownExecutor  *AgentEvent_ShutdownExecutor  `protobuf:"bytes,7,opt,name=shutdown_executor,json=shutdownExecutor" json:"shutdown_executor,omitempty"`
-	ShutdownFramework *AgentEvent_ShutdownFramework `protobuf:"bytes,8,opt,name=shutdown_framework,json=shutdownFramework" json:"shutdown_framework,omitempty"`
-	Acknowledge       *AgentEvent_Acknowledge       `protobuf:"bytes,9,opt,name=acknowledge" json:"acknowledge,omitempty"`
-	FrameworkMessage  *AgentEvent_FrameworkMessage  `protobuf:"bytes,10,opt,name=framework_message,json=frameworkMessage" json:"framework_message,omitempty"`
-	Ping              *AgentEvent_Ping              `protobuf:"bytes,11,opt,name=ping" json:"ping,omitempty"`
-	UpdateFramework   *AgentEvent_UpdateFramework   `protobuf:"bytes,12,opt,name=update_framework,json=updateFramework" json:"update_framework,omitempty"`
-	Reconcile         *AgentEvent_Reconcile         `protobuf:"bytes,13,opt,name=reconcile" json:"reconcile,omitempty"`
-	Shutdown          *AgentEvent_Shutdown          `protobuf:"bytes,14,opt,name=shutdown" json:"shutdown,omitempty"`
-	Error             *AgentEvent_Error             `protobuf:"bytes,15,opt,name=error" json:"error,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	Epoch               *uint64                         `protobuf:"varint,2,opt,name=epoch" json:"epoch,omitempty"`
+	Subscribed          *AgentEvent_Subscribed          `protobuf:"bytes,3,opt,name=subscribed" json:"subscribed,omitempty"`
+	RunTask             *AgentEvent_RunTask             `protobuf:"bytes,4,opt,name=run_task,json=runTask" json:"run_task,omitempty"`
+	RunTaskGroup        *AgentEvent_RunTaskGroup        `protobuf:"bytes,5,opt,name=run_task_group,json=runTaskGroup" json:"run_task_group,omitempty"`
+	KillTask            *AgentEvent_KillTask            `protobuf:"bytes,6,opt,name=kill_task,json=killTask" json:"kill_task,omitempty"`
+	ShutdownExecutor    *AgentEvent_ShutdownExecutor    `protobuf:"bytes,7,opt,name=shutdown_executor,json=shutdownExecutor" json:"shutdown_executor,omitempty"`
+	ShutdownFramework   *AgentEvent_ShutdownFramework   `protobuf:"bytes,8,opt,name=shutdown_framework,json=shutdownFramework" json:"shutdown_framework,omitempty"`
+	Acknowledge         *AgentEvent_Acknowledge         `protobuf:"bytes,9,opt,name=acknowledge" json:"acknowledge,omitempty"`
+	FrameworkMessage    *AgentEvent_FrameworkMessage    `protobuf:"bytes,10,opt,name=framework_message,json=frameworkMessage" json:"framework_message,omitempty"`
+	Ping                *AgentEvent_Ping                `protobuf:"bytes,11,opt,name=ping" json:"ping,omitempty"`
+	UpdateFramework     *AgentEvent_UpdateFramework     `protobuf:"bytes,12,opt,name=update_framework,json=updateFramework" json:"update_framework,omitempty"`
+	Reconcile           *AgentEvent_Reconcile           `protobuf:"bytes,13,opt,name=reconcile" json:"reconcile,omitempty"`
+	Shutdown            *AgentEvent_Shutdown            `protobuf:"bytes,14,opt,name=shutdown" json:"shutdown,omitempty"`
+	Error               *AgentEvent_Error               `protobuf:"bytes,15,opt,name=error" json:"error,omitempty"`
+	CheckpointResources *AgentEvent_CheckpointResources `protobuf:"bytes,16,opt,name=checkpoint_resources,json=checkpointResources" json:"checkpoint_resources,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *AgentEvent) Reset() {
@@ -522,6 +526,13 @@ func (x *AgentEvent) GetError() *AgentEvent_Error {
 	return nil
 }
 
+func (x *AgentEvent) GetCheckpointResources() *AgentEvent_CheckpointResources {
+	if x != nil {
+		return x.CheckpointResources
+	}
+	return nil
+}
+
 type AgentCall_Subscribe struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// agent_info.id is set when re-registering (after an agent restart with
@@ -544,8 +555,15 @@ type AgentCall_Subscribe struct {
 	Epoch *uint64 `protobuf:"varint,10,opt,name=epoch" json:"epoch,omitempty"`
 	// Statuses not yet acknowledged, per task, as the agent's update manager holds them.
 	Unacknowledged []*mesos.TaskStatus `protobuf:"bytes,11,rep,name=unacknowledged" json:"unacknowledged,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The agent's checkpointed resources: every dynamic reservation and
+	// persistent volume it holds (as Mesos's checkpointed_resources).
+	// agent_info.resources stays what the agent's flags (or detection)
+	// give it; its total is agent_info.resources with these applied
+	// (resources.ApplyCheckpointed), so a new leader learns reservations
+	// and volumes from the agents.
+	CheckpointedResources []*mesos.Resource `protobuf:"bytes,12,rep,name=checkpointed_resources,json=checkpointedResources" json:"checkpointed_resources,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *AgentCall_Subscribe) Reset() {
@@ -651,6 +669,13 @@ func (x *AgentCall_Subscribe) GetEpoch() uint64 {
 func (x *AgentCall_Subscribe) GetUnacknowledged() []*mesos.TaskStatus {
 	if x != nil {
 		return x.Unacknowledged
+	}
+	return nil
+}
+
+func (x *AgentCall_Subscribe) GetCheckpointedResources() []*mesos.Resource {
+	if x != nil {
+		return x.CheckpointedResources
 	}
 	return nil
 }
@@ -1624,11 +1649,60 @@ func (x *AgentEvent_Error) GetMessage() string {
 	return ""
 }
 
+type AgentEvent_CheckpointResources struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The complete set of the agent's checkpointed resources (dynamic
+	// reservations and persistent volumes) after the master applied an
+	// operation; it replaces the agent's checkpoint. Idempotent: the agent
+	// creates the volumes it does not have yet and removes those no longer
+	// listed, then checkpoints the set atomically before acting on it.
+	Resources     []*mesos.Resource `protobuf:"bytes,1,rep,name=resources" json:"resources,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AgentEvent_CheckpointResources) Reset() {
+	*x = AgentEvent_CheckpointResources{}
+	mi := &file_mezzo_protocol_v1_protocol_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AgentEvent_CheckpointResources) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AgentEvent_CheckpointResources) ProtoMessage() {}
+
+func (x *AgentEvent_CheckpointResources) ProtoReflect() protoreflect.Message {
+	mi := &file_mezzo_protocol_v1_protocol_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AgentEvent_CheckpointResources.ProtoReflect.Descriptor instead.
+func (*AgentEvent_CheckpointResources) Descriptor() ([]byte, []int) {
+	return file_mezzo_protocol_v1_protocol_proto_rawDescGZIP(), []int{1, 13}
+}
+
+func (x *AgentEvent_CheckpointResources) GetResources() []*mesos.Resource {
+	if x != nil {
+		return x.Resources
+	}
+	return nil
+}
+
 var File_mezzo_protocol_v1_protocol_proto protoreflect.FileDescriptor
 
 const file_mezzo_protocol_v1_protocol_proto_rawDesc = "" +
 	"\n" +
-	" mezzo/protocol/v1/protocol.proto\x12\x11mezzo.protocol.v1\x1a\x14mesos/v1/mesos.proto\"\xec\x0e\n" +
+	" mezzo/protocol/v1/protocol.proto\x12\x11mezzo.protocol.v1\x1a\x14mesos/v1/mesos.proto\"\xb7\x0f\n" +
 	"\tAgentCall\x125\n" +
 	"\x04type\x18\x01 \x01(\x0e2!.mezzo.protocol.v1.AgentCall.TypeR\x04type\x12,\n" +
 	"\bagent_id\x18\x02 \x01(\v2\x11.mesos.v1.AgentIDR\aagentId\x12D\n" +
@@ -1637,7 +1711,7 @@ const file_mezzo_protocol_v1_protocol_proto_rawDesc = "" +
 	"\x04pong\x18\x05 \x01(\v2!.mezzo.protocol.v1.AgentCall.PongR\x04pong\x12T\n" +
 	"\x0fexecutor_exited\x18\x06 \x01(\v2+.mezzo.protocol.v1.AgentCall.ExecutorExitedR\x0eexecutorExited\x12Z\n" +
 	"\x11framework_message\x18\a \x01(\v2-.mezzo.protocol.v1.AgentCall.FrameworkMessageR\x10frameworkMessage\x12W\n" +
-	"\x10update_resources\x18\b \x01(\v2,.mezzo.protocol.v1.AgentCall.UpdateResourcesR\x0fupdateResources\x1a\xfc\x03\n" +
+	"\x10update_resources\x18\b \x01(\v2,.mezzo.protocol.v1.AgentCall.UpdateResourcesR\x0fupdateResources\x1a\xc7\x04\n" +
 	"\tSubscribe\x122\n" +
 	"\n" +
 	"agent_info\x18\x01 \x02(\v2\x13.mesos.v1.AgentInfoR\tagentInfo\x124\n" +
@@ -1653,7 +1727,8 @@ const file_mezzo_protocol_v1_protocol_proto_rawDesc = "" +
 	"\x05tasks\x18\t \x03(\v2\x0e.mesos.v1.TaskR\x05tasks\x12\x14\n" +
 	"\x05epoch\x18\n" +
 	" \x01(\x04R\x05epoch\x12<\n" +
-	"\x0eunacknowledged\x18\v \x03(\v2\x14.mesos.v1.TaskStatusR\x0eunacknowledged\x1a\xe5\x01\n" +
+	"\x0eunacknowledged\x18\v \x03(\v2\x14.mesos.v1.TaskStatusR\x0eunacknowledged\x12I\n" +
+	"\x16checkpointed_resources\x18\f \x03(\v2\x12.mesos.v1.ResourceR\x15checkpointedResources\x1a\xe5\x01\n" +
 	"\fStatusUpdate\x128\n" +
 	"\fframework_id\x18\x01 \x02(\v2\x15.mesos.v1.FrameworkIDR\vframeworkId\x12,\n" +
 	"\x06status\x18\x02 \x02(\v2\x14.mesos.v1.TaskStatusR\x06status\x125\n" +
@@ -1683,7 +1758,7 @@ const file_mezzo_protocol_v1_protocol_proto_rawDesc = "" +
 	"\x11FRAMEWORK_MESSAGE\x10\x05\x12\x0e\n" +
 	"\n" +
 	"UNREGISTER\x10\x06\x12\x14\n" +
-	"\x10UPDATE_RESOURCES\x10\a\"\x84\x16\n" +
+	"\x10UPDATE_RESOURCES\x10\a\"\xcd\x17\n" +
 	"\n" +
 	"AgentEvent\x126\n" +
 	"\x04type\x18\x01 \x01(\x0e2\".mezzo.protocol.v1.AgentEvent.TypeR\x04type\x12\x14\n" +
@@ -1703,7 +1778,8 @@ const file_mezzo_protocol_v1_protocol_proto_rawDesc = "" +
 	"\x10update_framework\x18\f \x01(\v2-.mezzo.protocol.v1.AgentEvent.UpdateFrameworkR\x0fupdateFramework\x12E\n" +
 	"\treconcile\x18\r \x01(\v2'.mezzo.protocol.v1.AgentEvent.ReconcileR\treconcile\x12B\n" +
 	"\bshutdown\x18\x0e \x01(\v2&.mezzo.protocol.v1.AgentEvent.ShutdownR\bshutdown\x129\n" +
-	"\x05error\x18\x0f \x01(\v2#.mezzo.protocol.v1.AgentEvent.ErrorR\x05error\x1a\xc4\x01\n" +
+	"\x05error\x18\x0f \x01(\v2#.mezzo.protocol.v1.AgentEvent.ErrorR\x05error\x12d\n" +
+	"\x14checkpoint_resources\x18\x10 \x01(\v21.mezzo.protocol.v1.AgentEvent.CheckpointResourcesR\x13checkpointResources\x1a\xc4\x01\n" +
 	"\n" +
 	"Subscribed\x12,\n" +
 	"\bagent_id\x18\x01 \x02(\v2\x11.mesos.v1.AgentIDR\aagentId\x125\n" +
@@ -1750,7 +1826,9 @@ const file_mezzo_protocol_v1_protocol_proto_rawDesc = "" +
 	"\bShutdown\x12\x18\n" +
 	"\amessage\x18\x01 \x01(\tR\amessage\x1a!\n" +
 	"\x05Error\x12\x18\n" +
-	"\amessage\x18\x01 \x01(\tR\amessage\"\xf3\x01\n" +
+	"\amessage\x18\x01 \x01(\tR\amessage\x1aG\n" +
+	"\x13CheckpointResources\x120\n" +
+	"\tresources\x18\x01 \x03(\v2\x12.mesos.v1.ResourceR\tresources\"\x8d\x02\n" +
 	"\x04Type\x12\v\n" +
 	"\aUNKNOWN\x10\x00\x12\x0e\n" +
 	"\n" +
@@ -1767,7 +1845,8 @@ const file_mezzo_protocol_v1_protocol_proto_rawDesc = "" +
 	"\x12\r\n" +
 	"\tRECONCILE\x10\v\x12\f\n" +
 	"\bSHUTDOWN\x10\f\x12\t\n" +
-	"\x05ERROR\x10\r*-\n" +
+	"\x05ERROR\x10\r\x12\x18\n" +
+	"\x14CHECKPOINT_RESOURCES\x10\x0e*-\n" +
 	"\aVersion\x12\x13\n" +
 	"\x0fVERSION_UNKNOWN\x10\x00\x12\r\n" +
 	"\tVERSION_1\x10\x01B\x14Z\x12mezzo/api/protocol"
@@ -1785,52 +1864,53 @@ func file_mezzo_protocol_v1_protocol_proto_rawDescGZIP() []byte {
 }
 
 var file_mezzo_protocol_v1_protocol_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_mezzo_protocol_v1_protocol_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_mezzo_protocol_v1_protocol_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_mezzo_protocol_v1_protocol_proto_goTypes = []any{
-	(Version)(0),                         // 0: mezzo.protocol.v1.Version
-	(AgentCall_Type)(0),                  // 1: mezzo.protocol.v1.AgentCall.Type
-	(AgentEvent_Type)(0),                 // 2: mezzo.protocol.v1.AgentEvent.Type
-	(*AgentCall)(nil),                    // 3: mezzo.protocol.v1.AgentCall
-	(*AgentEvent)(nil),                   // 4: mezzo.protocol.v1.AgentEvent
-	(*AgentCall_Subscribe)(nil),          // 5: mezzo.protocol.v1.AgentCall.Subscribe
-	(*AgentCall_StatusUpdate)(nil),       // 6: mezzo.protocol.v1.AgentCall.StatusUpdate
-	(*AgentCall_Pong)(nil),               // 7: mezzo.protocol.v1.AgentCall.Pong
-	(*AgentCall_ExecutorExited)(nil),     // 8: mezzo.protocol.v1.AgentCall.ExecutorExited
-	(*AgentCall_FrameworkMessage)(nil),   // 9: mezzo.protocol.v1.AgentCall.FrameworkMessage
-	(*AgentCall_UpdateResources)(nil),    // 10: mezzo.protocol.v1.AgentCall.UpdateResources
-	(*AgentEvent_Subscribed)(nil),        // 11: mezzo.protocol.v1.AgentEvent.Subscribed
-	(*AgentEvent_RunTask)(nil),           // 12: mezzo.protocol.v1.AgentEvent.RunTask
-	(*AgentEvent_RunTaskGroup)(nil),      // 13: mezzo.protocol.v1.AgentEvent.RunTaskGroup
-	(*AgentEvent_KillTask)(nil),          // 14: mezzo.protocol.v1.AgentEvent.KillTask
-	(*AgentEvent_ShutdownExecutor)(nil),  // 15: mezzo.protocol.v1.AgentEvent.ShutdownExecutor
-	(*AgentEvent_ShutdownFramework)(nil), // 16: mezzo.protocol.v1.AgentEvent.ShutdownFramework
-	(*AgentEvent_Acknowledge)(nil),       // 17: mezzo.protocol.v1.AgentEvent.Acknowledge
-	(*AgentEvent_FrameworkMessage)(nil),  // 18: mezzo.protocol.v1.AgentEvent.FrameworkMessage
-	(*AgentEvent_Ping)(nil),              // 19: mezzo.protocol.v1.AgentEvent.Ping
-	(*AgentEvent_UpdateFramework)(nil),   // 20: mezzo.protocol.v1.AgentEvent.UpdateFramework
-	(*AgentEvent_Reconcile)(nil),         // 21: mezzo.protocol.v1.AgentEvent.Reconcile
-	(*AgentEvent_Shutdown)(nil),          // 22: mezzo.protocol.v1.AgentEvent.Shutdown
-	(*AgentEvent_Error)(nil),             // 23: mezzo.protocol.v1.AgentEvent.Error
-	(*mesos.AgentID)(nil),                // 24: mesos.v1.AgentID
-	(*mesos.AgentInfo)(nil),              // 25: mesos.v1.AgentInfo
-	(*mesos.AgentInfo_Capability)(nil),   // 26: mesos.v1.AgentInfo.Capability
-	(*mesos.FrameworkInfo)(nil),          // 27: mesos.v1.FrameworkInfo
-	(*mesos.ExecutorInfo)(nil),           // 28: mesos.v1.ExecutorInfo
-	(*mesos.Task)(nil),                   // 29: mesos.v1.Task
-	(*mesos.TaskStatus)(nil),             // 30: mesos.v1.TaskStatus
-	(*mesos.FrameworkID)(nil),            // 31: mesos.v1.FrameworkID
-	(*mesos.ExecutorID)(nil),             // 32: mesos.v1.ExecutorID
-	(mesos.TaskState)(0),                 // 33: mesos.v1.TaskState
-	(*mesos.Resource)(nil),               // 34: mesos.v1.Resource
-	(*mesos.MasterInfo)(nil),             // 35: mesos.v1.MasterInfo
-	(*mesos.TaskInfo)(nil),               // 36: mesos.v1.TaskInfo
-	(*mesos.TaskGroupInfo)(nil),          // 37: mesos.v1.TaskGroupInfo
-	(*mesos.TaskID)(nil),                 // 38: mesos.v1.TaskID
-	(*mesos.KillPolicy)(nil),             // 39: mesos.v1.KillPolicy
+	(Version)(0),                           // 0: mezzo.protocol.v1.Version
+	(AgentCall_Type)(0),                    // 1: mezzo.protocol.v1.AgentCall.Type
+	(AgentEvent_Type)(0),                   // 2: mezzo.protocol.v1.AgentEvent.Type
+	(*AgentCall)(nil),                      // 3: mezzo.protocol.v1.AgentCall
+	(*AgentEvent)(nil),                     // 4: mezzo.protocol.v1.AgentEvent
+	(*AgentCall_Subscribe)(nil),            // 5: mezzo.protocol.v1.AgentCall.Subscribe
+	(*AgentCall_StatusUpdate)(nil),         // 6: mezzo.protocol.v1.AgentCall.StatusUpdate
+	(*AgentCall_Pong)(nil),                 // 7: mezzo.protocol.v1.AgentCall.Pong
+	(*AgentCall_ExecutorExited)(nil),       // 8: mezzo.protocol.v1.AgentCall.ExecutorExited
+	(*AgentCall_FrameworkMessage)(nil),     // 9: mezzo.protocol.v1.AgentCall.FrameworkMessage
+	(*AgentCall_UpdateResources)(nil),      // 10: mezzo.protocol.v1.AgentCall.UpdateResources
+	(*AgentEvent_Subscribed)(nil),          // 11: mezzo.protocol.v1.AgentEvent.Subscribed
+	(*AgentEvent_RunTask)(nil),             // 12: mezzo.protocol.v1.AgentEvent.RunTask
+	(*AgentEvent_RunTaskGroup)(nil),        // 13: mezzo.protocol.v1.AgentEvent.RunTaskGroup
+	(*AgentEvent_KillTask)(nil),            // 14: mezzo.protocol.v1.AgentEvent.KillTask
+	(*AgentEvent_ShutdownExecutor)(nil),    // 15: mezzo.protocol.v1.AgentEvent.ShutdownExecutor
+	(*AgentEvent_ShutdownFramework)(nil),   // 16: mezzo.protocol.v1.AgentEvent.ShutdownFramework
+	(*AgentEvent_Acknowledge)(nil),         // 17: mezzo.protocol.v1.AgentEvent.Acknowledge
+	(*AgentEvent_FrameworkMessage)(nil),    // 18: mezzo.protocol.v1.AgentEvent.FrameworkMessage
+	(*AgentEvent_Ping)(nil),                // 19: mezzo.protocol.v1.AgentEvent.Ping
+	(*AgentEvent_UpdateFramework)(nil),     // 20: mezzo.protocol.v1.AgentEvent.UpdateFramework
+	(*AgentEvent_Reconcile)(nil),           // 21: mezzo.protocol.v1.AgentEvent.Reconcile
+	(*AgentEvent_Shutdown)(nil),            // 22: mezzo.protocol.v1.AgentEvent.Shutdown
+	(*AgentEvent_Error)(nil),               // 23: mezzo.protocol.v1.AgentEvent.Error
+	(*AgentEvent_CheckpointResources)(nil), // 24: mezzo.protocol.v1.AgentEvent.CheckpointResources
+	(*mesos.AgentID)(nil),                  // 25: mesos.v1.AgentID
+	(*mesos.AgentInfo)(nil),                // 26: mesos.v1.AgentInfo
+	(*mesos.AgentInfo_Capability)(nil),     // 27: mesos.v1.AgentInfo.Capability
+	(*mesos.FrameworkInfo)(nil),            // 28: mesos.v1.FrameworkInfo
+	(*mesos.ExecutorInfo)(nil),             // 29: mesos.v1.ExecutorInfo
+	(*mesos.Task)(nil),                     // 30: mesos.v1.Task
+	(*mesos.TaskStatus)(nil),               // 31: mesos.v1.TaskStatus
+	(*mesos.Resource)(nil),                 // 32: mesos.v1.Resource
+	(*mesos.FrameworkID)(nil),              // 33: mesos.v1.FrameworkID
+	(*mesos.ExecutorID)(nil),               // 34: mesos.v1.ExecutorID
+	(mesos.TaskState)(0),                   // 35: mesos.v1.TaskState
+	(*mesos.MasterInfo)(nil),               // 36: mesos.v1.MasterInfo
+	(*mesos.TaskInfo)(nil),                 // 37: mesos.v1.TaskInfo
+	(*mesos.TaskGroupInfo)(nil),            // 38: mesos.v1.TaskGroupInfo
+	(*mesos.TaskID)(nil),                   // 39: mesos.v1.TaskID
+	(*mesos.KillPolicy)(nil),               // 40: mesos.v1.KillPolicy
 }
 var file_mezzo_protocol_v1_protocol_proto_depIdxs = []int32{
 	1,  // 0: mezzo.protocol.v1.AgentCall.type:type_name -> mezzo.protocol.v1.AgentCall.Type
-	24, // 1: mezzo.protocol.v1.AgentCall.agent_id:type_name -> mesos.v1.AgentID
+	25, // 1: mezzo.protocol.v1.AgentCall.agent_id:type_name -> mesos.v1.AgentID
 	5,  // 2: mezzo.protocol.v1.AgentCall.subscribe:type_name -> mezzo.protocol.v1.AgentCall.Subscribe
 	6,  // 3: mezzo.protocol.v1.AgentCall.status_update:type_name -> mezzo.protocol.v1.AgentCall.StatusUpdate
 	7,  // 4: mezzo.protocol.v1.AgentCall.pong:type_name -> mezzo.protocol.v1.AgentCall.Pong
@@ -1851,47 +1931,50 @@ var file_mezzo_protocol_v1_protocol_proto_depIdxs = []int32{
 	21, // 19: mezzo.protocol.v1.AgentEvent.reconcile:type_name -> mezzo.protocol.v1.AgentEvent.Reconcile
 	22, // 20: mezzo.protocol.v1.AgentEvent.shutdown:type_name -> mezzo.protocol.v1.AgentEvent.Shutdown
 	23, // 21: mezzo.protocol.v1.AgentEvent.error:type_name -> mezzo.protocol.v1.AgentEvent.Error
-	25, // 22: mezzo.protocol.v1.AgentCall.Subscribe.agent_info:type_name -> mesos.v1.AgentInfo
-	0,  // 23: mezzo.protocol.v1.AgentCall.Subscribe.version:type_name -> mezzo.protocol.v1.Version
-	26, // 24: mezzo.protocol.v1.AgentCall.Subscribe.capabilities:type_name -> mesos.v1.AgentInfo.Capability
-	27, // 25: mezzo.protocol.v1.AgentCall.Subscribe.frameworks:type_name -> mesos.v1.FrameworkInfo
-	28, // 26: mezzo.protocol.v1.AgentCall.Subscribe.executors:type_name -> mesos.v1.ExecutorInfo
-	29, // 27: mezzo.protocol.v1.AgentCall.Subscribe.tasks:type_name -> mesos.v1.Task
-	30, // 28: mezzo.protocol.v1.AgentCall.Subscribe.unacknowledged:type_name -> mesos.v1.TaskStatus
-	31, // 29: mezzo.protocol.v1.AgentCall.StatusUpdate.framework_id:type_name -> mesos.v1.FrameworkID
-	30, // 30: mezzo.protocol.v1.AgentCall.StatusUpdate.status:type_name -> mesos.v1.TaskStatus
-	32, // 31: mezzo.protocol.v1.AgentCall.StatusUpdate.executor_id:type_name -> mesos.v1.ExecutorID
-	33, // 32: mezzo.protocol.v1.AgentCall.StatusUpdate.latest_state:type_name -> mesos.v1.TaskState
-	31, // 33: mezzo.protocol.v1.AgentCall.ExecutorExited.framework_id:type_name -> mesos.v1.FrameworkID
-	32, // 34: mezzo.protocol.v1.AgentCall.ExecutorExited.executor_id:type_name -> mesos.v1.ExecutorID
-	31, // 35: mezzo.protocol.v1.AgentCall.FrameworkMessage.framework_id:type_name -> mesos.v1.FrameworkID
-	32, // 36: mezzo.protocol.v1.AgentCall.FrameworkMessage.executor_id:type_name -> mesos.v1.ExecutorID
-	34, // 37: mezzo.protocol.v1.AgentCall.UpdateResources.oversubscribed:type_name -> mesos.v1.Resource
-	24, // 38: mezzo.protocol.v1.AgentEvent.Subscribed.agent_id:type_name -> mesos.v1.AgentID
-	35, // 39: mezzo.protocol.v1.AgentEvent.Subscribed.master_info:type_name -> mesos.v1.MasterInfo
-	27, // 40: mezzo.protocol.v1.AgentEvent.RunTask.framework_info:type_name -> mesos.v1.FrameworkInfo
-	36, // 41: mezzo.protocol.v1.AgentEvent.RunTask.task:type_name -> mesos.v1.TaskInfo
-	28, // 42: mezzo.protocol.v1.AgentEvent.RunTask.executor_info:type_name -> mesos.v1.ExecutorInfo
-	27, // 43: mezzo.protocol.v1.AgentEvent.RunTaskGroup.framework_info:type_name -> mesos.v1.FrameworkInfo
-	28, // 44: mezzo.protocol.v1.AgentEvent.RunTaskGroup.executor_info:type_name -> mesos.v1.ExecutorInfo
-	37, // 45: mezzo.protocol.v1.AgentEvent.RunTaskGroup.task_group:type_name -> mesos.v1.TaskGroupInfo
-	31, // 46: mezzo.protocol.v1.AgentEvent.KillTask.framework_id:type_name -> mesos.v1.FrameworkID
-	38, // 47: mezzo.protocol.v1.AgentEvent.KillTask.task_id:type_name -> mesos.v1.TaskID
-	39, // 48: mezzo.protocol.v1.AgentEvent.KillTask.kill_policy:type_name -> mesos.v1.KillPolicy
-	31, // 49: mezzo.protocol.v1.AgentEvent.ShutdownExecutor.framework_id:type_name -> mesos.v1.FrameworkID
-	32, // 50: mezzo.protocol.v1.AgentEvent.ShutdownExecutor.executor_id:type_name -> mesos.v1.ExecutorID
-	31, // 51: mezzo.protocol.v1.AgentEvent.ShutdownFramework.framework_id:type_name -> mesos.v1.FrameworkID
-	31, // 52: mezzo.protocol.v1.AgentEvent.Acknowledge.framework_id:type_name -> mesos.v1.FrameworkID
-	38, // 53: mezzo.protocol.v1.AgentEvent.Acknowledge.task_id:type_name -> mesos.v1.TaskID
-	31, // 54: mezzo.protocol.v1.AgentEvent.FrameworkMessage.framework_id:type_name -> mesos.v1.FrameworkID
-	32, // 55: mezzo.protocol.v1.AgentEvent.FrameworkMessage.executor_id:type_name -> mesos.v1.ExecutorID
-	27, // 56: mezzo.protocol.v1.AgentEvent.UpdateFramework.framework_info:type_name -> mesos.v1.FrameworkInfo
-	29, // 57: mezzo.protocol.v1.AgentEvent.Reconcile.tasks:type_name -> mesos.v1.Task
-	58, // [58:58] is the sub-list for method output_type
-	58, // [58:58] is the sub-list for method input_type
-	58, // [58:58] is the sub-list for extension type_name
-	58, // [58:58] is the sub-list for extension extendee
-	0,  // [0:58] is the sub-list for field type_name
+	24, // 22: mezzo.protocol.v1.AgentEvent.checkpoint_resources:type_name -> mezzo.protocol.v1.AgentEvent.CheckpointResources
+	26, // 23: mezzo.protocol.v1.AgentCall.Subscribe.agent_info:type_name -> mesos.v1.AgentInfo
+	0,  // 24: mezzo.protocol.v1.AgentCall.Subscribe.version:type_name -> mezzo.protocol.v1.Version
+	27, // 25: mezzo.protocol.v1.AgentCall.Subscribe.capabilities:type_name -> mesos.v1.AgentInfo.Capability
+	28, // 26: mezzo.protocol.v1.AgentCall.Subscribe.frameworks:type_name -> mesos.v1.FrameworkInfo
+	29, // 27: mezzo.protocol.v1.AgentCall.Subscribe.executors:type_name -> mesos.v1.ExecutorInfo
+	30, // 28: mezzo.protocol.v1.AgentCall.Subscribe.tasks:type_name -> mesos.v1.Task
+	31, // 29: mezzo.protocol.v1.AgentCall.Subscribe.unacknowledged:type_name -> mesos.v1.TaskStatus
+	32, // 30: mezzo.protocol.v1.AgentCall.Subscribe.checkpointed_resources:type_name -> mesos.v1.Resource
+	33, // 31: mezzo.protocol.v1.AgentCall.StatusUpdate.framework_id:type_name -> mesos.v1.FrameworkID
+	31, // 32: mezzo.protocol.v1.AgentCall.StatusUpdate.status:type_name -> mesos.v1.TaskStatus
+	34, // 33: mezzo.protocol.v1.AgentCall.StatusUpdate.executor_id:type_name -> mesos.v1.ExecutorID
+	35, // 34: mezzo.protocol.v1.AgentCall.StatusUpdate.latest_state:type_name -> mesos.v1.TaskState
+	33, // 35: mezzo.protocol.v1.AgentCall.ExecutorExited.framework_id:type_name -> mesos.v1.FrameworkID
+	34, // 36: mezzo.protocol.v1.AgentCall.ExecutorExited.executor_id:type_name -> mesos.v1.ExecutorID
+	33, // 37: mezzo.protocol.v1.AgentCall.FrameworkMessage.framework_id:type_name -> mesos.v1.FrameworkID
+	34, // 38: mezzo.protocol.v1.AgentCall.FrameworkMessage.executor_id:type_name -> mesos.v1.ExecutorID
+	32, // 39: mezzo.protocol.v1.AgentCall.UpdateResources.oversubscribed:type_name -> mesos.v1.Resource
+	25, // 40: mezzo.protocol.v1.AgentEvent.Subscribed.agent_id:type_name -> mesos.v1.AgentID
+	36, // 41: mezzo.protocol.v1.AgentEvent.Subscribed.master_info:type_name -> mesos.v1.MasterInfo
+	28, // 42: mezzo.protocol.v1.AgentEvent.RunTask.framework_info:type_name -> mesos.v1.FrameworkInfo
+	37, // 43: mezzo.protocol.v1.AgentEvent.RunTask.task:type_name -> mesos.v1.TaskInfo
+	29, // 44: mezzo.protocol.v1.AgentEvent.RunTask.executor_info:type_name -> mesos.v1.ExecutorInfo
+	28, // 45: mezzo.protocol.v1.AgentEvent.RunTaskGroup.framework_info:type_name -> mesos.v1.FrameworkInfo
+	29, // 46: mezzo.protocol.v1.AgentEvent.RunTaskGroup.executor_info:type_name -> mesos.v1.ExecutorInfo
+	38, // 47: mezzo.protocol.v1.AgentEvent.RunTaskGroup.task_group:type_name -> mesos.v1.TaskGroupInfo
+	33, // 48: mezzo.protocol.v1.AgentEvent.KillTask.framework_id:type_name -> mesos.v1.FrameworkID
+	39, // 49: mezzo.protocol.v1.AgentEvent.KillTask.task_id:type_name -> mesos.v1.TaskID
+	40, // 50: mezzo.protocol.v1.AgentEvent.KillTask.kill_policy:type_name -> mesos.v1.KillPolicy
+	33, // 51: mezzo.protocol.v1.AgentEvent.ShutdownExecutor.framework_id:type_name -> mesos.v1.FrameworkID
+	34, // 52: mezzo.protocol.v1.AgentEvent.ShutdownExecutor.executor_id:type_name -> mesos.v1.ExecutorID
+	33, // 53: mezzo.protocol.v1.AgentEvent.ShutdownFramework.framework_id:type_name -> mesos.v1.FrameworkID
+	33, // 54: mezzo.protocol.v1.AgentEvent.Acknowledge.framework_id:type_name -> mesos.v1.FrameworkID
+	39, // 55: mezzo.protocol.v1.AgentEvent.Acknowledge.task_id:type_name -> mesos.v1.TaskID
+	33, // 56: mezzo.protocol.v1.AgentEvent.FrameworkMessage.framework_id:type_name -> mesos.v1.FrameworkID
+	34, // 57: mezzo.protocol.v1.AgentEvent.FrameworkMessage.executor_id:type_name -> mesos.v1.ExecutorID
+	28, // 58: mezzo.protocol.v1.AgentEvent.UpdateFramework.framework_info:type_name -> mesos.v1.FrameworkInfo
+	30, // 59: mezzo.protocol.v1.AgentEvent.Reconcile.tasks:type_name -> mesos.v1.Task
+	32, // 60: mezzo.protocol.v1.AgentEvent.CheckpointResources.resources:type_name -> mesos.v1.Resource
+	61, // [61:61] is the sub-list for method output_type
+	61, // [61:61] is the sub-list for method input_type
+	61, // [61:61] is the sub-list for extension type_name
+	61, // [61:61] is the sub-list for extension extendee
+	0,  // [0:61] is the sub-list for field type_name
 }
 
 func init() { file_mezzo_protocol_v1_protocol_proto_init() }
@@ -1905,7 +1988,7 @@ func file_mezzo_protocol_v1_protocol_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_mezzo_protocol_v1_protocol_proto_rawDesc), len(file_mezzo_protocol_v1_protocol_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   21,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
