@@ -110,7 +110,7 @@ func (h *haMaster) elect(t *testing.T, term uint64) {
 
 func subscribeAgent(t *testing.T, m *Master, sub *protocol.AgentCall_Subscribe) (*AgentStream, []*protocol.AgentEvent) {
 	t.Helper()
-	st, err := m.SubscribeAgent(context.Background(), &protocol.AgentCall{Type: protocol.AgentCall_SUBSCRIBE.Enum(), Subscribe: sub})
+	st, err := m.SubscribeAgent(context.Background(), Principal{}, &protocol.AgentCall{Type: protocol.AgentCall_SUBSCRIBE.Enum(), Subscribe: sub})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func TestFollowerRefusesAndRedirects(t *testing.T) {
 	if s := a.Snapshot(); s.Elected || s.Leader != nil {
 		t.Fatalf("a master with an election starts as a follower: %+v", s)
 	}
-	_, err := a.Subscribe(context.Background(), &schedulerpb.Call{Type: schedulerpb.Call_SUBSCRIBE.Enum(),
+	_, err := a.Subscribe(context.Background(), Principal{}, &schedulerpb.Call{Type: schedulerpb.Call_SUBSCRIBE.Enum(),
 		Subscribe: &schedulerpb.Call_Subscribe{FrameworkInfo: fwInfo("fw")}})
 	var apiErr *APIError
 	if !errors.As(err, &apiErr) || apiErr.Status != http.StatusServiceUnavailable {
@@ -145,11 +145,11 @@ func TestFollowerRefusesAndRedirects(t *testing.T) {
 	}
 	a.e.set(false, 3, "m-b:5060")
 	waitFor(t, "leader address", func() bool { return a.Snapshot().Leader != nil })
-	_, err = a.SubscribeAgent(context.Background(), &protocol.AgentCall{Type: protocol.AgentCall_SUBSCRIBE.Enum(), Subscribe: agentSub("h", "cpus:1;mem:64")})
+	_, err = a.SubscribeAgent(context.Background(), Principal{}, &protocol.AgentCall{Type: protocol.AgentCall_SUBSCRIBE.Enum(), Subscribe: agentSub("h", "cpus:1;mem:64")})
 	if !errors.As(err, &apiErr) || apiErr.Status != http.StatusTemporaryRedirect || apiErr.Leader != "m-b:5060" {
 		t.Fatalf("follower: got %#v, want 307 to m-b:5060", err)
 	}
-	if err := a.UpdateWeights(context.Background(), []*mesos.WeightInfo{{Role: proto.String("r"), Weight: proto.Float64(2)}}); !errors.As(err, &apiErr) || apiErr.Status != http.StatusTemporaryRedirect {
+	if err := a.UpdateWeights(context.Background(), Principal{}, []*mesos.WeightInfo{{Role: proto.String("r"), Weight: proto.Float64(2)}}); !errors.As(err, &apiErr) || apiErr.Status != http.StatusTemporaryRedirect {
 		t.Fatalf("UpdateWeights on a follower: %v", err)
 	}
 }
@@ -176,7 +176,7 @@ func TestFailoverRebuildsFromAgentsAndFrameworks(t *testing.T) {
 	}
 	agent := evs[0].GetSubscribed().GetAgentId().GetValue()
 	info := fwInfo("fw", mesos.FrameworkInfo_Capability_PARTITION_AWARE)
-	fst, err := a.Subscribe(context.Background(), &schedulerpb.Call{Type: schedulerpb.Call_SUBSCRIBE.Enum(),
+	fst, err := a.Subscribe(context.Background(), Principal{}, &schedulerpb.Call{Type: schedulerpb.Call_SUBSCRIBE.Enum(),
 		Subscribe: &schedulerpb.Call_Subscribe{FrameworkInfo: info}})
 	if err != nil {
 		t.Fatal(err)
@@ -187,7 +187,7 @@ func TestFailoverRebuildsFromAgentsAndFrameworks(t *testing.T) {
 	fevs, _ := next(t, fst.Ready(), fst.Drain)
 	call := acceptCall(fevs[0].GetOffers().GetOffers(), launch(cmdTask("t1", agent, "cpus:1;mem:32")))
 	call.FrameworkId = frameworkID(fwID)
-	if err := a.SchedulerCall(context.Background(), call, fst.ID()); err != nil {
+	if err := a.SchedulerCall(context.Background(), Principal{}, call, fst.ID()); err != nil {
 		t.Fatal(err)
 	}
 	aevs, _ := next(t, ast.Ready(), ast.Drain)
@@ -216,7 +216,7 @@ func TestFailoverRebuildsFromAgentsAndFrameworks(t *testing.T) {
 	}
 	// Reconciliation of the task while its agent has not re-registered:
 	// no answer (the agent may still bring it back).
-	fst2, err := b.Subscribe(context.Background(), &schedulerpb.Call{Type: schedulerpb.Call_SUBSCRIBE.Enum(),
+	fst2, err := b.Subscribe(context.Background(), Principal{}, &schedulerpb.Call{Type: schedulerpb.Call_SUBSCRIBE.Enum(),
 		Subscribe: &schedulerpb.Call_Subscribe{FrameworkInfo: proto.Clone(infoWithID(info, fwID)).(*mesos.FrameworkInfo)}})
 	if err != nil {
 		t.Fatal(err)
@@ -230,10 +230,10 @@ func TestFailoverRebuildsFromAgentsAndFrameworks(t *testing.T) {
 			Reconcile: &schedulerpb.Call_Reconcile{Tasks: []*schedulerpb.Call_Reconcile_Task{{
 				TaskId: &mesos.TaskID{Value: proto.String(task)}, AgentId: agentID(agent)}}}}
 	}
-	if err := b.SchedulerCall(context.Background(), rec("t1", agent), fst2.ID()); err != nil {
+	if err := b.SchedulerCall(context.Background(), Principal{}, rec("t1", agent), fst2.ID()); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.SchedulerCall(context.Background(), rec("ghost", "no-such-agent"), fst2.ID()); err != nil {
+	if err := b.SchedulerCall(context.Background(), Principal{}, rec("ghost", "no-such-agent"), fst2.ID()); err != nil {
 		t.Fatal(err)
 	}
 	fevs, _ = next(t, fst2.Ready(), fst2.Drain)
@@ -345,7 +345,7 @@ func TestPartitionedAgentRemovedIsRefusedAfterFailover(t *testing.T) {
 		time.Sleep(time.Millisecond) // let the loop run each round (bounded by the wait below)
 	}
 	waitFor(t, "agent unreachable", func() bool { return len(a.Snapshot().UnreachableAgents) == 1 })
-	if err := a.MarkAgentGone(context.Background(), id); err != nil {
+	if err := a.MarkAgentGone(context.Background(), Principal{}, id); err != nil {
 		t.Fatal(err)
 	}
 	if !reg.Gone(id) {
@@ -401,7 +401,7 @@ func TestRegistryFailureStepsDownAndRecovers(t *testing.T) {
 	reg := &brokenStore{MemoryRegistrar: NewMemoryRegistrar()}
 	a := startHA(t, "A", 5050, reg, clk)
 	a.elect(t, 1)
-	fst, err := a.Subscribe(context.Background(), &schedulerpb.Call{Type: schedulerpb.Call_SUBSCRIBE.Enum(),
+	fst, err := a.Subscribe(context.Background(), Principal{}, &schedulerpb.Call{Type: schedulerpb.Call_SUBSCRIBE.Enum(),
 		Subscribe: &schedulerpb.Call_Subscribe{FrameworkInfo: fwInfo("fw")}})
 	if err != nil {
 		t.Fatal(err)

@@ -7,12 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"mezzo/api/masterpb"
 	"mezzo/api/mesos"
-	"mezzo/api/protocol"
-	"mezzo/api/schedulerpb"
 	"mezzo/master/allocator"
-	"mezzo/resources"
 )
 
 // Master is a running master: its event loop, allocator and published
@@ -177,67 +173,6 @@ func (m *Master) AwaitLeader(ctx context.Context, d time.Duration) *Snapshot {
 	}
 }
 
-// post schedules ev on the loop; it never blocks. Events posted after Stop
-// are dropped.
-func (m *Master) post(ev event) { m.mbox.push(ev) }
-
-// postFor is the post function of state s: its events run only while s
-// is the master's state. Work a deposed state left behind (registrar
-// completions, stream closes) belongs to a leadership that ended and is
-// dropped.
-func (m *Master) postFor(s *state) func(event) {
-	return func(ev event) {
-		m.mbox.push(func(cur *state, now time.Time) {
-			if cur == s {
-				ev(cur, now)
-			}
-		})
-	}
-}
-
-// leaderCall is call for operations only the leading master performs: a
-// follower answers with notLeader (307 to the leader, or 503).
-func (m *Master) leaderCall(ctx context.Context, fn func(s *state, now time.Time) error) error {
-	return m.call(ctx, func(s *state, now time.Time) error {
-		if !s.leading {
-			return s.notLeader()
-		}
-		return fn(s, now)
-	})
-}
-
-// call runs fn on the loop and returns its result at the end of the loop
-// iteration, when a Snapshot() would show its change.
-func (m *Master) call(ctx context.Context, fn func(s *state, now time.Time) error) error {
-	reply := make(chan error, 1)
-	ok := m.mbox.push(func(s *state, now time.Time) {
-		err := fn(s, now)
-		s.afterBatch(func() { reply <- err })
-	})
-	if !ok {
-		return ErrStopped
-	}
-	return m.await(ctx, reply)
-}
-
-// await waits for a loop event's reply, the caller giving up, or the
-// master stopping (a reply already sent still wins).
-func (m *Master) await(ctx context.Context, reply <-chan error) error {
-	select {
-	case err := <-reply:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-m.done:
-		select {
-		case err := <-reply:
-			return err
-		default:
-			return ErrStopped
-		}
-	}
-}
-
 // run is the event loop: the only goroutine that touches m.s.
 func (m *Master) run() {
 	defer close(m.done)
@@ -274,112 +209,4 @@ func (m *Master) run() {
 			timer.Reset(max(next.Sub(now), 0))
 		}
 	}
-}
-
-// AllocatorOffer is the allocator's Offer callback: it turns the
-// allocation into offers on the loop. It never blocks.
-func (m *Master) AllocatorOffer(frameworkID string, offers allocator.Offers) {
-	m.post(func(s *state, now time.Time) { s.allocated(frameworkID, offers, now) })
-}
-
-// AllocatorRescind is the allocator's Rescind callback.
-func (m *Master) AllocatorRescind(frameworkID, agentID string, r resources.Resources) {
-	m.post(func(s *state, now time.Time) { s.rescindOn(frameworkID, agentID, now) })
-}
-
-// Subscribe handles a validated scheduler SUBSCRIBE call and returns the
-// new subscription's event stream. The first queued event is SUBSCRIBED
-// (then HEARTBEAT), or ERROR followed by the end of the stream.
-func (m *Master) Subscribe(ctx context.Context, call *schedulerpb.Call) (*FrameworkStream, error) {
-	return openStream(ctx, m, func(s *state, now time.Time) (*FrameworkStream, error) {
-		return s.subscribe(call.GetSubscribe(), now)
-	})
-}
-
-// openStream runs open on the loop as a leader call and returns the stream
-// it made. If the stream was made but the caller gave up waiting, nobody
-// will drain it: it is closed (on the loop, which made it).
-func openStream[S interface{ Close() }](ctx context.Context, m *Master, open func(*state, time.Time) (S, error)) (S, error) {
-	var st S
-	made := false
-	err := m.leaderCall(ctx, func(s *state, now time.Time) error {
-		var err error
-		st, err = open(s, now)
-		made = err == nil
-		return err
-	})
-	if err != nil {
-		m.post(func(*state, time.Time) {
-			if made {
-				st.Close()
-			}
-		})
-		var zero S
-		return zero, err
-	}
-	return st, nil
-}
-
-// SchedulerCall applies a validated non-SUBSCRIBE scheduler call made on
-// the subscription identified by streamID (the Mesos-Stream-Id header, ""
-// if absent). It returns an *APIError for calls the master refuses.
-func (m *Master) SchedulerCall(ctx context.Context, call *schedulerpb.Call, streamID string) error {
-	return m.leaderCall(ctx, func(s *state, now time.Time) error {
-		return s.schedulerCall(call, streamID, now)
-	})
-}
-
-// Teardown removes a framework as the operator TEARDOWN call and
-// /master/teardown do. Unknown IDs give an *APIError (400).
-func (m *Master) Teardown(frameworkID string) error {
-	return m.leaderCall(context.Background(), func(s *state, now time.Time) error {
-		fw := s.frameworks[frameworkID]
-		if fw == nil {
-			return badRequest("No framework found with specified ID")
-		}
-		s.removeFramework(fw, now)
-		return nil
-	})
-}
-
-// SubscribeAgent handles an agent-protocol SUBSCRIBE. The returned stream
-// carries SUBSCRIBED once the registrar has admitted the agent, or
-// SHUTDOWN / ERROR followed by the end of the stream.
-func (m *Master) SubscribeAgent(ctx context.Context, call *protocol.AgentCall) (*AgentStream, error) {
-	return openStream(ctx, m, func(s *state, now time.Time) (*AgentStream, error) {
-		return s.agentSubscribe(call.GetSubscribe(), now)
-	})
-}
-
-// AgentCall applies a non-SUBSCRIBE agent-protocol call.
-func (m *Master) AgentCall(ctx context.Context, call *protocol.AgentCall) error {
-	return m.leaderCall(ctx, func(s *state, now time.Time) error { return s.agentCallNotingPreemption(call, now) })
-}
-
-// Watch subscribes to operator events: it returns the snapshot at the time
-// of subscription and a channel of every later TASK_ADDED, TASK_UPDATED,
-// AGENT_ADDED, AGENT_REMOVED and FRAMEWORK_* event. The channel is closed
-// when ctx ends, the master stops, or the subscriber falls too far behind.
-func (m *Master) Watch(ctx context.Context) (*Snapshot, <-chan *masterpb.Event, error) {
-	w := newWatcher()
-	var snap *Snapshot
-	err := m.leaderCall(ctx, func(s *state, now time.Time) error {
-		// The snapshot at this instant, before any later event of this
-		// batch reaches the watcher: the subscriber sees every change
-		// exactly once, either in the snapshot or as an event.
-		snap = s.snapshot(now)
-		s.watchers[w] = struct{}{}
-		return nil
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	go func() {
-		select {
-		case <-ctx.Done():
-			m.post(func(s *state, now time.Time) { s.dropWatcher(w) })
-		case <-w.gone():
-		}
-	}()
-	return snap, w.ch, nil
 }

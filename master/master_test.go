@@ -67,7 +67,7 @@ func TestMasterLoopEndToEnd(t *testing.T) {
 		t.Fatalf("Watch: %v %v", snap, err)
 	}
 
-	ast, err := m.SubscribeAgent(context.Background(), &protocol.AgentCall{Type: protocol.AgentCall_SUBSCRIBE.Enum(), Subscribe: agentSub("h", "cpus:2;mem:256")})
+	ast, err := m.SubscribeAgent(context.Background(), Principal{}, &protocol.AgentCall{Type: protocol.AgentCall_SUBSCRIBE.Enum(), Subscribe: agentSub("h", "cpus:2;mem:256")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestMasterLoopEndToEnd(t *testing.T) {
 		t.Fatalf("operator event %v", ev)
 	}
 
-	fst, err := m.Subscribe(context.Background(), &schedulerpb.Call{Type: schedulerpb.Call_SUBSCRIBE.Enum(),
+	fst, err := m.Subscribe(context.Background(), Principal{}, &schedulerpb.Call{Type: schedulerpb.Call_SUBSCRIBE.Enum(),
 		Subscribe: &schedulerpb.Call_Subscribe{FrameworkInfo: fwInfo("fw")}})
 	if err != nil {
 		t.Fatal(err)
@@ -102,7 +102,7 @@ func TestMasterLoopEndToEnd(t *testing.T) {
 	o := fevs[0].GetOffers().GetOffers()[0]
 	call := acceptCall([]*mesos.Offer{o}, launch(cmdTask("t1", agent, "cpus:1;mem:32")))
 	call.FrameworkId = frameworkID(fst.FrameworkID())
-	if err := m.SchedulerCall(context.Background(), call, fst.ID()); err != nil {
+	if err := m.SchedulerCall(context.Background(), Principal{}, call, fst.ID()); err != nil {
 		t.Fatal(err)
 	}
 	if ev := recvEvent(t, events); ev.GetType() != masterpb.Event_TASK_ADDED || ev.GetTaskAdded().GetTask().GetTaskId().GetValue() != "t1" {
@@ -111,7 +111,7 @@ func TestMasterLoopEndToEnd(t *testing.T) {
 	if s := m.Snapshot(); len(s.Frameworks[0].Tasks) != 1 || len(s.Agents[0].Used) == 0 {
 		t.Fatalf("snapshot after ACCEPT: %+v", s.Frameworks[0])
 	}
-	if err := m.AgentCall(context.Background(), &protocol.AgentCall{Type: protocol.AgentCall_STATUS_UPDATE.Enum(), AgentId: agentID(agent),
+	if err := m.AgentCall(context.Background(), Principal{}, &protocol.AgentCall{Type: protocol.AgentCall_STATUS_UPDATE.Enum(), AgentId: agentID(agent),
 		StatusUpdate: &protocol.AgentCall_StatusUpdate{FrameworkId: frameworkID(fst.FrameworkID()),
 			Status: &mesos.TaskStatus{TaskId: &mesos.TaskID{Value: proto.String("t1")}, State: mesos.TaskState_TASK_RUNNING.Enum()}}}); err != nil {
 		t.Fatal(err)
@@ -120,10 +120,10 @@ func TestMasterLoopEndToEnd(t *testing.T) {
 		t.Fatalf("operator event %v", ev)
 	}
 
-	if err := m.Teardown("nope"); err == nil {
+	if err := m.Teardown(context.Background(), Principal{}, "nope"); err == nil {
 		t.Fatal("Teardown of unknown framework succeeded")
 	}
-	if err := m.Teardown(fst.FrameworkID()); err != nil {
+	if err := m.Teardown(context.Background(), Principal{}, fst.FrameworkID()); err != nil {
 		t.Fatal(err)
 	}
 	for {
@@ -151,7 +151,7 @@ func TestMasterLoopEndToEnd(t *testing.T) {
 			}
 		}
 	}
-	if err := m.Teardown("x"); err != ErrStopped {
+	if err := m.Teardown(context.Background(), Principal{}, "x"); err != ErrStopped {
 		t.Fatalf("call after Stop: %v", err)
 	}
 }
@@ -164,12 +164,12 @@ func TestWatchSlowSubscriberDisconnected(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; i < watcherBuffer; i++ {
-		st, err := m.Subscribe(context.Background(), &schedulerpb.Call{Type: schedulerpb.Call_SUBSCRIBE.Enum(),
+		st, err := m.Subscribe(context.Background(), Principal{}, &schedulerpb.Call{Type: schedulerpb.Call_SUBSCRIBE.Enum(),
 			Subscribe: &schedulerpb.Call_Subscribe{FrameworkInfo: fwInfo("fw")}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := m.Teardown(st.FrameworkID()); err != nil {
+		if err := m.Teardown(context.Background(), Principal{}, st.FrameworkID()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -185,12 +185,12 @@ func TestWatchSlowSubscriberDisconnected(t *testing.T) {
 // With the registered DRF allocator, offers flow without test help.
 func TestMasterWithDefaultAllocator(t *testing.T) {
 	m, clk := startMaster(t, nil)
-	ast, err := m.SubscribeAgent(context.Background(), &protocol.AgentCall{Type: protocol.AgentCall_SUBSCRIBE.Enum(), Subscribe: agentSub("h", "cpus:2;mem:256")})
+	ast, err := m.SubscribeAgent(context.Background(), Principal{}, &protocol.AgentCall{Type: protocol.AgentCall_SUBSCRIBE.Enum(), Subscribe: agentSub("h", "cpus:2;mem:256")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	next(t, ast.Ready(), ast.Drain)
-	fst, err := m.Subscribe(context.Background(), &schedulerpb.Call{Type: schedulerpb.Call_SUBSCRIBE.Enum(),
+	fst, err := m.Subscribe(context.Background(), Principal{}, &schedulerpb.Call{Type: schedulerpb.Call_SUBSCRIBE.Enum(),
 		Subscribe: &schedulerpb.Call_Subscribe{FrameworkInfo: fwInfo("fw")}})
 	if err != nil {
 		t.Fatal(err)

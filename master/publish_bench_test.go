@@ -30,7 +30,7 @@ func BenchmarkAgentRegistrationStorm(b *testing.B) {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			st, err := m.SubscribeAgent(context.Background(), &protocol.AgentCall{Type: protocol.AgentCall_SUBSCRIBE.Enum(),
+			st, err := m.SubscribeAgent(context.Background(), Principal{}, &protocol.AgentCall{Type: protocol.AgentCall_SUBSCRIBE.Enum(),
 				Subscribe: agentSub(fmt.Sprintf("h%d", i), "cpus:8;mem:16384;ports:[31000-32000]")})
 			if err != nil {
 				b.Error(err)

@@ -53,13 +53,13 @@ func TestPublishBurstSharesBuildsAndKeepsReplyInvariant(t *testing.T) {
 	const n = 100
 	m := newThrottled(t, Config{Clock: clock.NewFake(epoch0), Allocator: &recordingAllocator{}}, 50*time.Millisecond, 0)
 	ctx := context.Background()
-	ast, err := m.SubscribeAgent(ctx, &protocol.AgentCall{Type: protocol.AgentCall_SUBSCRIBE.Enum(), Subscribe: agentSub("h", "cpus:100;mem:10000")})
+	ast, err := m.SubscribeAgent(ctx, Principal{}, &protocol.AgentCall{Type: protocol.AgentCall_SUBSCRIBE.Enum(), Subscribe: agentSub("h", "cpus:100;mem:10000")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	evs, _ := next(t, ast.Ready(), ast.Drain)
 	agent := evs[0].GetSubscribed().GetAgentId().GetValue()
-	fst, err := m.Subscribe(ctx, &schedulerpb.Call{Type: schedulerpb.Call_SUBSCRIBE.Enum(),
+	fst, err := m.Subscribe(ctx, Principal{}, &schedulerpb.Call{Type: schedulerpb.Call_SUBSCRIBE.Enum(),
 		Subscribe: &schedulerpb.Call_Subscribe{FrameworkInfo: fwInfo("fw")}})
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +80,7 @@ func TestPublishBurstSharesBuildsAndKeepsReplyInvariant(t *testing.T) {
 	}
 	call := acceptCall([]*mesos.Offer{offer}, launch(tasks...))
 	call.FrameworkId = frameworkID(fst.FrameworkID())
-	if err := m.SchedulerCall(ctx, call, fst.ID()); err != nil {
+	if err := m.SchedulerCall(ctx, Principal{}, call, fst.ID()); err != nil {
 		t.Fatal(err)
 	}
 	if s := m.Snapshot(); taskState(s, "t0") != mesos.TaskState_TASK_STAGING {
@@ -99,7 +99,7 @@ func TestPublishBurstSharesBuildsAndKeepsReplyInvariant(t *testing.T) {
 	for i := range n / 2 {
 		wg.Go(func() {
 			id := fmt.Sprintf("t%d", i)
-			if err := m.AgentCall(ctx, update(id)); err != nil {
+			if err := m.AgentCall(ctx, Principal{}, update(id)); err != nil {
 				errs <- err
 				return
 			}

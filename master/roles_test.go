@@ -629,26 +629,26 @@ func TestMasterRolesMethods(t *testing.T) {
 	m.Start()
 	defer m.Stop()
 	ctx := context.Background()
-	if err := m.UpdateWeights(ctx, []*mesos.WeightInfo{weightInfo("eng", 3)}); err != nil {
+	if err := m.UpdateWeights(ctx, Principal{}, []*mesos.WeightInfo{weightInfo("eng", 3)}); err != nil {
 		t.Fatal(err)
 	}
 	if w := m.Snapshot().Weights; w["eng"] != 3 || w["ops"] != 2 {
 		t.Fatalf("weights = %v", w)
 	}
-	if err := m.UpdateWeights(ctx, []*mesos.WeightInfo{weightInfo("eng", 0)}); err == nil {
+	if err := m.UpdateWeights(ctx, Principal{}, []*mesos.WeightInfo{weightInfo("eng", 0)}); err == nil {
 		t.Fatal("zero weight accepted")
 	}
-	err = m.UpdateQuota(ctx, true, []*quotapb.QuotaConfig{quotaConfig("dev", scalars("cpus", 1.0), scalars("cpus", 2.0))})
+	err = m.UpdateQuota(ctx, Principal{}, true, []*quotapb.QuotaConfig{quotaConfig("dev", scalars("cpus", 1.0), scalars("cpus", 2.0))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if v := roleView(m.Snapshot(), "dev"); v == nil || v.Quota.Limits["cpus"] != 2 {
 		t.Fatalf("dev = %+v", v)
 	}
-	if err := m.SetQuota(ctx, &quotapb.QuotaRequest{Role: proto.String("dev"), Guarantee: []*mesos.Resource{scalarRes("cpus", 1)}}); err == nil {
+	if err := m.SetQuota(ctx, Principal{}, &quotapb.QuotaRequest{Role: proto.String("dev"), Guarantee: []*mesos.Resource{scalarRes("cpus", 1)}}); err == nil {
 		t.Fatal("SET_QUOTA over an existing quota accepted")
 	}
-	if err := m.RemoveQuota(ctx, "dev"); err != nil {
+	if err := m.RemoveQuota(ctx, Principal{}, "dev"); err != nil {
 		t.Fatal(err)
 	}
 	if v := roleView(m.Snapshot(), "dev"); v != nil && v.Quota.HasQuota() {

@@ -21,7 +21,8 @@ import (
 // framework's valid offers go back. Otherwise operations run in order
 // against what remains of the offers, so nothing is ever over-committed;
 // whatever is left is recovered with the ACCEPT's filters (an ACCEPT
-// without operations is therefore a DECLINE).
+// without operations is therefore a DECLINE). The operations themselves
+// are the table in offer_ops.go.
 func (s *state) accept(fw *framework, acc *schedulerpb.Call_Accept, now time.Time) {
 	offers, err := s.validateOffers(fw, acc.GetOfferIds())
 	if err != nil {
@@ -53,20 +54,21 @@ func (s *state) accept(fw *framework, acc *schedulerpb.Call_Accept, now time.Tim
 	l := &launcher{s: s, fw: fw, a: a, role: role, now: now, remaining: remaining,
 		executors: map[string]*executor{}, taskIDs: map[string]bool{}}
 	for i, op := range acc.GetOperations() {
-		switch op.GetType() {
-		case mesos.Offer_Operation_LAUNCH:
-			for _, ti := range op.GetLaunch().GetTaskInfos() {
-				l.launch(ti)
-			}
-		case mesos.Offer_Operation_LAUNCH_GROUP:
-			l.launchGroup(op.GetLaunchGroup())
-		default:
+		kind, ok := offerOps[op.GetType()]
+		if !ok {
 			// RESERVE, UNRESERVE, CREATE, DESTROY and the volume and disk
 			// operations are not implemented yet: they are dropped (their
 			// resources stay unused and are recovered below).
 			s.log.Warn("ignoring unsupported offer operation", "framework", fw.id,
 				"operation", op.GetType().String(), "index", i)
+			continue
 		}
+		if err := kind.validate(l, op); err != nil {
+			s.log.Warn("refusing offer operation", "framework", fw.id,
+				"operation", op.GetType().String(), "index", i, "err", err)
+			continue
+		}
+		kind.apply(l, op)
 	}
 	if !l.remaining.IsEmpty() {
 		s.alloc.RecoverResources(fw.id, a.id, l.remaining, normalizeFilters(acc.GetFilters()))

@@ -6,20 +6,6 @@ import (
 	"mezzo/master/allocator"
 )
 
-// Explainer is implemented by a Source whose allocator can say why a
-// framework is or is not offered resources (the master does, through
-// allocator.Introspector). ok is false if the allocator cannot explain.
-type Explainer interface {
-	Explain(frameworkID string) (ex allocator.Explanation, ok bool)
-}
-
-// AllocatorMetricser is implemented by a Source whose allocator reports
-// metrics under Mesos's key names (allocator/mesos/...); they are merged
-// into /metrics/snapshot, /metrics and GET_METRICS.
-type AllocatorMetricser interface {
-	AllocatorMetrics() map[string]float64
-}
-
 // explanationJSON is the allocator's Explanation as /master/allocator/explain
 // renders it: last_offer in seconds since the epoch (as Mesos writes times),
 // omitted if the framework was never offered anything.
@@ -48,12 +34,7 @@ func (h *handlers) explain(w http.ResponseWriter, r *http.Request) {
 		writeText(w, http.StatusBadRequest, "Missing 'framework_id' query parameter")
 		return
 	}
-	ex, ok := h.src.(Explainer)
-	if !ok {
-		writeText(w, http.StatusNotImplemented, "The allocator of this master cannot explain its decisions")
-		return
-	}
-	e, ok := ex.Explain(id)
+	e, ok := h.src.Explain(id)
 	if !ok {
 		writeText(w, http.StatusNotImplemented, "The allocator of this master cannot explain its decisions")
 		return

@@ -3,6 +3,7 @@ package endpoints
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -13,13 +14,17 @@ import (
 
 	"mezzo/api/masterpb"
 	"mezzo/api/mesos"
+	"mezzo/api/quotapb"
 	"mezzo/internal/clock"
 	"mezzo/master"
+	"mezzo/master/allocator"
 	"mezzo/resources"
 )
 
 // fakeSource is a Source over a hand-built snapshot. Events pushed on
-// events reach every Watch subscriber's channel until its ctx ends.
+// events reach every Watch subscriber's channel until its ctx ends. Its
+// allocator cannot explain and reports no metrics; writes are recorded in
+// writes ("Call arg") and answer writeErr.
 type fakeSource struct {
 	mu          sync.Mutex
 	snap        *master.Snapshot
@@ -27,6 +32,8 @@ type fakeSource struct {
 	watchErr    error
 	teardownErr error
 	torn        []string
+	writeErr    error
+	writes      []string
 }
 
 func newFakeSource(s *master.Snapshot) *fakeSource {
@@ -65,7 +72,7 @@ func (f *fakeSource) Watch(ctx context.Context) (*master.Snapshot, <-chan *maste
 	return f.Snapshot(), out, nil
 }
 
-func (f *fakeSource) Teardown(id string) error {
+func (f *fakeSource) Teardown(_ context.Context, _ master.Principal, id string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.teardownErr != nil {
@@ -73,6 +80,39 @@ func (f *fakeSource) Teardown(id string) error {
 	}
 	f.torn = append(f.torn, id)
 	return nil
+}
+
+func (f *fakeSource) Explain(string) (allocator.Explanation, bool) {
+	return allocator.Explanation{}, false
+}
+
+func (f *fakeSource) AllocatorMetrics() map[string]float64 { return nil }
+
+func (f *fakeSource) write(call string, arg any) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.writes = append(f.writes, fmt.Sprint(call, " ", arg))
+	return f.writeErr
+}
+
+func (f *fakeSource) MarkAgentGone(_ context.Context, _ master.Principal, id string) error {
+	return f.write("MarkAgentGone", id)
+}
+
+func (f *fakeSource) UpdateWeights(_ context.Context, _ master.Principal, infos []*mesos.WeightInfo) error {
+	return f.write("UpdateWeights", len(infos))
+}
+
+func (f *fakeSource) UpdateQuota(_ context.Context, _ master.Principal, force bool, cs []*quotapb.QuotaConfig) error {
+	return f.write("UpdateQuota", len(cs))
+}
+
+func (f *fakeSource) SetQuota(_ context.Context, _ master.Principal, req *quotapb.QuotaRequest) error {
+	return f.write("SetQuota", req.GetRole())
+}
+
+func (f *fakeSource) RemoveQuota(_ context.Context, _ master.Principal, role string) error {
+	return f.write("RemoveQuota", role)
 }
 
 var errFake = errors.New("fake failure")

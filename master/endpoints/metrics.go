@@ -114,14 +114,12 @@ func Metrics(s *master.Snapshot, now time.Time) map[string]float64 {
 var allocatorCounters = []string{"allocator/mesos/allocation_runs"}
 
 // metrics is Metrics merged with the allocator's metrics when the Source
-// reports them (AllocatorMetricser): allocation runs and run times with
+// reports them: allocation runs and run times with
 // percentiles, per-role dominant shares, offer filters and quota.
 func (h *handlers) metrics(s *master.Snapshot) map[string]float64 {
 	m := Metrics(s, h.clock.Now())
-	if am, ok := h.src.(AllocatorMetricser); ok {
-		for k, v := range am.AllocatorMetrics() {
-			m[k] = v
-		}
+	for k, v := range h.src.AllocatorMetrics() {
+		m[k] = v
 	}
 	return m
 }

@@ -1,7 +1,6 @@
 package endpoints
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -113,7 +112,7 @@ func (h *handlers) operator(w http.ResponseWriter, r *http.Request) {
 		h.subscribe(w, r, respType)
 		return
 	case masterpb.Call_TEARDOWN:
-		h.teardownFramework(w, call.GetTeardown().GetFrameworkId().GetValue())
+		h.teardownFramework(w, r, call.GetTeardown().GetFrameworkId().GetValue())
 		return
 	case masterpb.Call_UPDATE_WEIGHTS, masterpb.Call_UPDATE_QUOTA, masterpb.Call_SET_QUOTA, masterpb.Call_REMOVE_QUOTA:
 		h.roleWriteCall(w, r, call)
@@ -152,12 +151,12 @@ func (h *handlers) writeMessage(w http.ResponseWriter, mt codec.MediaType, m pro
 // classic /master/teardown form: 400 for an unknown framework, 200 with an
 // empty body and no Content-Type on success (mesos-go rejects a 200 with a
 // Content-Type for its "no data" calls).
-func (h *handlers) teardownFramework(w http.ResponseWriter, id string) {
+func (h *handlers) teardownFramework(w http.ResponseWriter, r *http.Request, id string) {
 	if !hasFramework(h.snapshot(), id) {
 		writeText(w, http.StatusBadRequest, "No framework found with specified ID")
 		return
 	}
-	if err := h.src.Teardown(id); err != nil {
+	if err := h.src.Teardown(r.Context(), principal(r), id); err != nil {
 		// The framework may have gone between the check and the call; an
 		// error that knows its HTTP status (master.APIError) decides.
 		status := http.StatusServiceUnavailable
@@ -206,23 +205,12 @@ func leaderIP(ip uint32) string {
 	return net.IPv4(byte(ip), byte(ip>>8), byte(ip>>16), byte(ip>>24)).String()
 }
 
-// AgentRemover is implemented by a Source that can mark agents gone
-// (*master.Master).
-type AgentRemover interface {
-	MarkAgentGone(ctx context.Context, agentID string) error
-}
-
 // markAgentGone serves MARK_AGENT_GONE: 200 once the registry records the
 // agent as gone; it may never re-register under its ID.
 func (h *handlers) markAgentGone(w http.ResponseWriter, r *http.Request, agentID string) {
-	rm, ok := h.src.(AgentRemover)
-	if !ok {
-		writeText(w, http.StatusNotImplemented, "Operator call 'MARK_AGENT_GONE' is not implemented by this master")
-		return
-	}
 	if agentID == "" {
 		writeText(w, http.StatusBadRequest, "Failed to validate master::Call: Expecting 'mark_agent_gone.agent_id' to be present")
 		return
 	}
-	h.writeEmptyOr(w, rm.MarkAgentGone(r.Context(), agentID))
+	h.writeEmptyOr(w, h.src.MarkAgentGone(r.Context(), principal(r), agentID))
 }

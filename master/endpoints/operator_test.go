@@ -184,9 +184,11 @@ func TestOperatorStatusCodes(t *testing.T) {
 		{"teardown missing framework_id", http.MethodPost, "application/json", "", []byte(`{"type":"TEARDOWN","teardown":{}}`), 400, "framework_id"},
 		{"UNKNOWN", http.MethodPost, "application/json", "", []byte(`{"type":"UNKNOWN"}`), 501, "UNKNOWN"},
 		{"unimplemented", http.MethodPost, "application/json", "",
-			[]byte(`{"type":"MARK_AGENT_GONE","mark_agent_gone":{"agent_id":{"value":"m1-S0"}}}`), 501, "MARK_AGENT_GONE"},
-		{"UPDATE_WEIGHTS without a RoleWriter source", http.MethodPost, "application/json", "",
-			[]byte(`{"type":"UPDATE_WEIGHTS","update_weights":{}}`), 501, "UPDATE_WEIGHTS"},
+			[]byte(`{"type":"START_MAINTENANCE","start_maintenance":{}}`), 501, "START_MAINTENANCE"},
+		{"MARK_AGENT_GONE reaches the source", http.MethodPost, "application/json", "",
+			[]byte(`{"type":"MARK_AGENT_GONE","mark_agent_gone":{"agent_id":{"value":"m1-S0"}}}`), 200, ""},
+		{"UPDATE_WEIGHTS reaches the source", http.MethodPost, "application/json", "",
+			[]byte(`{"type":"UPDATE_WEIGHTS","update_weights":{}}`), 200, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

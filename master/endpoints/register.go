@@ -1,31 +1,13 @@
 package endpoints
 
 import (
-	"context"
 	"log/slog"
 	"net/http"
 	"time"
 
-	"mezzo/api/masterpb"
 	"mezzo/internal/clock"
 	"mezzo/master"
 )
-
-// Source is what the endpoints need from the master (a consumer-side
-// interface; the master's HTTP wiring passes the master itself). A Source
-// may also implement RoleWriter (weights and quota changes), Explainer
-// (/master/allocator/explain) and AllocatorMetricser (allocator metrics);
-// they are found by type assertion.
-type Source interface {
-	// Snapshot returns the latest published state; never nil once the
-	// master runs.
-	Snapshot() *master.Snapshot
-	// Watch returns the snapshot at subscription and the operator events
-	// after it; the channel closes when ctx ends or the master stops.
-	Watch(ctx context.Context) (*master.Snapshot, <-chan *masterpb.Event, error)
-	// Teardown removes a framework as the operator TEARDOWN call does.
-	Teardown(frameworkID string) error
-}
 
 // DefaultHeartbeatInterval is how often an operator SUBSCRIBE stream gets a
 // HEARTBEAT event; Mesos uses 15 seconds (src/master/master.hpp).

@@ -1,7 +1,6 @@
 package endpoints
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,21 +17,6 @@ import (
 	"mezzo/api/quotapb"
 	"mezzo/master"
 )
-
-// RoleWriter is implemented by a Source that can change role weights and
-// quota (the master does). Register checks for it by type assertion, so a
-// Source without it still compiles; its write endpoints then answer 501.
-// Errors that carry an HTTP status (master.APIError) decide the answer.
-type RoleWriter interface {
-	// UpdateWeights applies UPDATE_WEIGHTS / PUT /master/weights.
-	UpdateWeights(ctx context.Context, infos []*mesos.WeightInfo) error
-	// UpdateQuota applies UPDATE_QUOTA.
-	UpdateQuota(ctx context.Context, force bool, configs []*quotapb.QuotaConfig) error
-	// SetQuota applies the deprecated SET_QUOTA / POST /master/quota.
-	SetQuota(ctx context.Context, req *quotapb.QuotaRequest) error
-	// RemoveQuota applies the deprecated REMOVE_QUOTA / DELETE /master/quota/<role>.
-	RemoveQuota(ctx context.Context, role string) error
-}
 
 // weightsOf lists the snapshot's configured weights, by role.
 func weightsOf(s *master.Snapshot) []*mesos.WeightInfo {
@@ -106,21 +90,16 @@ func rolesResponse(c *masterpb.Call, s *master.Snapshot) *masterpb.Response {
 // REMOVE_QUOTA: 200 with an empty body and no Content-Type on success (as
 // TEARDOWN), the error's status and text otherwise.
 func (h *handlers) roleWriteCall(w http.ResponseWriter, r *http.Request, c *masterpb.Call) {
-	rw, ok := h.src.(RoleWriter)
-	if !ok {
-		writeText(w, http.StatusNotImplemented, fmt.Sprintf("Operator call '%s' is not implemented by this master", c.GetType()))
-		return
-	}
 	var err error
 	switch c.GetType() {
 	case masterpb.Call_UPDATE_WEIGHTS:
-		err = rw.UpdateWeights(r.Context(), c.GetUpdateWeights().GetWeightInfos())
+		err = h.src.UpdateWeights(r.Context(), principal(r), c.GetUpdateWeights().GetWeightInfos())
 	case masterpb.Call_UPDATE_QUOTA:
-		err = rw.UpdateQuota(r.Context(), c.GetUpdateQuota().GetForce(), c.GetUpdateQuota().GetQuotaConfigs())
+		err = h.src.UpdateQuota(r.Context(), principal(r), c.GetUpdateQuota().GetForce(), c.GetUpdateQuota().GetQuotaConfigs())
 	case masterpb.Call_SET_QUOTA:
-		err = rw.SetQuota(r.Context(), c.GetSetQuota().GetQuotaRequest())
+		err = h.src.SetQuota(r.Context(), principal(r), c.GetSetQuota().GetQuotaRequest())
 	case masterpb.Call_REMOVE_QUOTA:
-		err = rw.RemoveQuota(r.Context(), c.GetRemoveQuota().GetRole())
+		err = h.src.RemoveQuota(r.Context(), principal(r), c.GetRemoveQuota().GetRole())
 	}
 	h.writeEmptyOr(w, err)
 }
@@ -159,11 +138,6 @@ func (h *handlers) weights(w http.ResponseWriter, r *http.Request) {
 	case http.MethodGet, http.MethodHead:
 		h.writeProtoArray(w, r, weightsOf(s))
 	case http.MethodPut:
-		rw, ok := h.src.(RoleWriter)
-		if !ok {
-			writeText(w, http.StatusNotImplemented, "Updating weights is not implemented by this master")
-			return
-		}
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxCallBody))
 		if err != nil {
 			writeText(w, http.StatusBadRequest, "Failed to read request body: "+err.Error())
@@ -182,7 +156,7 @@ func (h *handlers) weights(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
-		h.writeEmptyOr(w, rw.UpdateWeights(r.Context(), infos))
+		h.writeEmptyOr(w, h.src.UpdateWeights(r.Context(), principal(r), infos))
 	default:
 		w.Header().Set("Allow", "GET, PUT")
 		writeText(w, http.StatusMethodNotAllowed, "Expecting one of { 'GET', 'PUT' }, but received '"+r.Method+"'")
@@ -220,11 +194,6 @@ func (h *handlers) quota(w http.ResponseWriter, r *http.Request) {
 			http.NotFound(w, r)
 			return
 		}
-		rw, ok := h.src.(RoleWriter)
-		if !ok {
-			writeText(w, http.StatusNotImplemented, "Setting quota is not implemented by this master")
-			return
-		}
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxCallBody))
 		if err != nil {
 			writeText(w, http.StatusBadRequest, "Failed to read request body: "+err.Error())
@@ -235,18 +204,13 @@ func (h *handlers) quota(w http.ResponseWriter, r *http.Request) {
 			writeText(w, http.StatusBadRequest, "Failed to parse set quota request JSON (expecting a QuotaRequest): "+err.Error())
 			return
 		}
-		h.writeEmptyOr(w, rw.SetQuota(r.Context(), req))
+		h.writeEmptyOr(w, h.src.SetQuota(r.Context(), principal(r), req))
 	case http.MethodDelete:
-		rw, ok := h.src.(RoleWriter)
-		if !ok {
-			writeText(w, http.StatusNotImplemented, "Removing quota is not implemented by this master")
-			return
-		}
 		if role == "" {
 			writeText(w, http.StatusBadRequest, "Failed to parse remove quota request for path '"+r.URL.Path+"': expecting /master/quota/<role>")
 			return
 		}
-		h.writeEmptyOr(w, rw.RemoveQuota(r.Context(), role))
+		h.writeEmptyOr(w, h.src.RemoveQuota(r.Context(), principal(r), role))
 	default:
 		w.Header().Set("Allow", "GET, POST, DELETE")
 		writeText(w, http.StatusMethodNotAllowed, "Expecting one of { 'GET', 'POST', 'DELETE' }, but received '"+r.Method+"'")

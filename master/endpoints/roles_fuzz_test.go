@@ -13,16 +13,16 @@ import (
 	"mezzo/master"
 )
 
-// validatingWriter is a RoleWriter that runs the master's validators and
+// validatingWriter is a Source whose role writes runs the master's validators and
 // applies nothing, so fuzzing reaches them without a running master.
 type validatingWriter struct{ *fakeSource }
 
-func (validatingWriter) UpdateWeights(_ context.Context, infos []*mesos.WeightInfo) error {
+func (validatingWriter) UpdateWeights(_ context.Context, _ master.Principal, infos []*mesos.WeightInfo) error {
 	_, err := master.ValidateWeightInfos(infos)
 	return err
 }
 
-func (validatingWriter) UpdateQuota(_ context.Context, _ bool, cs []*quotapb.QuotaConfig) error {
+func (validatingWriter) UpdateQuota(_ context.Context, _ master.Principal, _ bool, cs []*quotapb.QuotaConfig) error {
 	for i, c := range cs {
 		if err := master.ValidateQuotaConfig(c, fmt.Sprintf("update_quota.quota_configs[%d]", i)); err != nil {
 			return err
@@ -31,12 +31,12 @@ func (validatingWriter) UpdateQuota(_ context.Context, _ bool, cs []*quotapb.Quo
 	return nil
 }
 
-func (validatingWriter) SetQuota(_ context.Context, req *quotapb.QuotaRequest) error {
+func (validatingWriter) SetQuota(_ context.Context, _ master.Principal, req *quotapb.QuotaRequest) error {
 	_, err := master.ValidateQuotaRequest(req)
 	return err
 }
 
-func (validatingWriter) RemoveQuota(context.Context, string) error { return nil }
+func (validatingWriter) RemoveQuota(context.Context, master.Principal, string) error { return nil }
 
 // FuzzRoleEndpoints feeds arbitrary bodies to PUT /master/weights and POST
 // /master/quota: never a panic, only 200 or 400.

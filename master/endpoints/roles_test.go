@@ -243,15 +243,22 @@ func upd(t *testing.T) *masterpb.Call {
 	return c
 }
 
-func TestRoleWritesNeedLeaderAndWriter(t *testing.T) {
+func TestRoleWritesNeedLeaderAndReachTheSource(t *testing.T) {
 	s := testSnapshot()
-	mux, _ := newTestServer(t, newFakeSource(s))
-	// The fake source implements no RoleWriter: reads work, writes are 501.
+	src := newFakeSource(s)
+	mux, _ := newTestServer(t, src)
+	// Writes reach the source, whose refusal decides the answer; an
+	// allocator that cannot explain gives 501.
 	wantStatus(t, request(t, mux, http.MethodGet, "/master/weights", ""), 200, "[]")
-	wantStatus(t, request(t, mux, http.MethodPut, "/master/weights", "[]"), 501, "")
-	wantStatus(t, request(t, mux, http.MethodPost, "/master/quota", "{}"), 501, "")
-	wantStatus(t, request(t, mux, http.MethodDelete, "/master/quota/x", ""), 501, "")
+	wantStatus(t, request(t, mux, http.MethodPut, "/master/weights", "[]"), 200, "")
+	wantStatus(t, request(t, mux, http.MethodPost, "/master/quota", `{"role":"dev"}`), 200, "")
+	wantStatus(t, request(t, mux, http.MethodDelete, "/master/quota/x/y", ""), 200, "")
 	wantStatus(t, request(t, mux, http.MethodGet, "/master/allocator/explain?framework_id=x", ""), 501, "")
+	if got, want := strings.Join(src.writes, "; "), "UpdateWeights 0; SetQuota dev; RemoveQuota x/y"; got != want {
+		t.Errorf("writes = %q, want %q", got, want)
+	}
+	src.writeErr = &master.APIError{Status: http.StatusConflict, Message: "taken"}
+	wantStatus(t, request(t, mux, http.MethodPut, "/master/weights", "[]"), 409, "taken")
 
 	ns := testSnapshot()
 	ns.Elected = false
@@ -269,7 +276,7 @@ func TestExplainEndpoint(t *testing.T) {
 	wantStatus(t, request(t, mux, http.MethodGet, "/master/allocator/explain?framework_id=nope", ""), 404, "No framework")
 	wantStatus(t, request(t, mux, http.MethodPost, "/master/allocator/explain?framework_id=nope", ""), 405, "GET")
 
-	st, err := m.Subscribe(context.Background(), &schedulerpb.Call{Type: schedulerpb.Call_SUBSCRIBE.Enum(),
+	st, err := m.Subscribe(context.Background(), master.Principal{}, &schedulerpb.Call{Type: schedulerpb.Call_SUBSCRIBE.Enum(),
 		Subscribe: &schedulerpb.Call_Subscribe{FrameworkInfo: &mesos.FrameworkInfo{User: proto.String("u"), Name: proto.String("fw"),
 			Role: proto.String("eng")}}})
 	if err != nil {
@@ -299,7 +306,7 @@ func TestExplainEndpoint(t *testing.T) {
 
 func TestAllocatorMetricsMerged(t *testing.T) {
 	m, mux := realMaster(t)
-	st, err := m.Subscribe(context.Background(), &schedulerpb.Call{Type: schedulerpb.Call_SUBSCRIBE.Enum(),
+	st, err := m.Subscribe(context.Background(), master.Principal{}, &schedulerpb.Call{Type: schedulerpb.Call_SUBSCRIBE.Enum(),
 		Subscribe: &schedulerpb.Call_Subscribe{FrameworkInfo: &mesos.FrameworkInfo{User: proto.String("u"), Name: proto.String("fw"),
 			Role: proto.String("eng")}}})
 	if err != nil {

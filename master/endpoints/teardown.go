@@ -37,5 +37,5 @@ func (h *handlers) teardown(w http.ResponseWriter, r *http.Request) {
 		writeText(w, http.StatusBadRequest, "Missing 'frameworkId' query parameter in the request body")
 		return
 	}
-	h.teardownFramework(w, ids[0])
+	h.teardownFramework(w, r, ids[0])
 }

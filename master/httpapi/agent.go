@@ -55,7 +55,7 @@ func (s *server) agent(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusBadRequest, "Expecting 'agent_id' to be present")
 		return
 	}
-	if err := s.m.AgentCall(r.Context(), call); err != nil {
+	if err := s.m.AgentCall(r.Context(), principal(r), call); err != nil {
 		s.failErr(w, r, err)
 		return
 	}
@@ -67,7 +67,7 @@ func (s *server) agentSubscribe(w http.ResponseWriter, r *http.Request, call *pr
 		fail(w, http.StatusBadRequest, "Expecting 'subscribe' to be present")
 		return
 	}
-	st, err := s.m.SubscribeAgent(r.Context(), call)
+	st, err := s.m.SubscribeAgent(r.Context(), principal(r), call)
 	if err != nil {
 		s.failErr(w, r, err)
 		return

@@ -38,6 +38,16 @@ type Options struct {
 	Profiling bool
 }
 
+// The master is the operator endpoints' Source: checked here, where the
+// two are wired together, so that a change to either breaks the build.
+var _ endpoints.Source = (*master.Master)(nil)
+
+// principal is the caller of a scheduler-API or agent-protocol request.
+// mezzo has no authentication yet, so every caller is the unauthenticated
+// zero Principal; the authentication issue derives it from the request's
+// credentials here.
+func principal(*http.Request) master.Principal { return master.Principal{} }
+
 // agentPath is the endpoint of mezzo's agent protocol (agentwire.Path on
 // the agents' side).
 const agentPath = "/internal/v1/agent"

@@ -44,7 +44,7 @@ func (s *server) scheduler(w http.ResponseWriter, r *http.Request) {
 		s.subscribe(w, r, call)
 		return
 	}
-	if err := s.m.SchedulerCall(r.Context(), call, r.Header.Get("Mesos-Stream-Id")); err != nil {
+	if err := s.m.SchedulerCall(r.Context(), principal(r), call, r.Header.Get("Mesos-Stream-Id")); err != nil {
 		s.failErr(w, r, err)
 		return
 	}
@@ -68,7 +68,7 @@ func (s *server) subscribe(w http.ResponseWriter, r *http.Request, call *schedul
 		fail(w, http.StatusNotAcceptable, err.Error())
 		return
 	}
-	st, err := s.m.Subscribe(r.Context(), call)
+	st, err := s.m.Subscribe(r.Context(), principal(r), call)
 	if err != nil {
 		s.failErr(w, r, err)
 		return

@@ -1,0 +1,133 @@
+package master
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"mezzo/api/masterpb"
+	"mezzo/api/mesos"
+	"mezzo/api/quotapb"
+	"mezzo/master/allocator"
+)
+
+// The operator API's entry points: what master/endpoints calls (through
+// its consumer-side interface endpoints.Source) for the v1 operator API
+// and the classic endpoints. Writes take the caller's Principal.
+
+// MarkAgentGone handles the operator's MARK_AGENT_GONE: the agent is
+// recorded as gone in the registry, then removed (tasks
+// TASK_GONE_BY_OPERATOR, or TASK_LOST for frameworks that are not
+// partition-aware; the agent is told to shut down). It may never
+// re-register under its ID. 404 *APIError for an unknown agent.
+func (m *Master) MarkAgentGone(ctx context.Context, p Principal, agentID string) error {
+	return m.callAsync(ctx, func(s *state, now time.Time, finish func(error)) {
+		s.markAgentGone(agentID, finish)
+	})
+}
+
+// UpdateWeights handles UPDATE_WEIGHTS and PUT /master/weights: validated
+// (400 *APIError naming the entry), recorded by the registrar, then applied
+// and passed to the allocator.
+func (m *Master) UpdateWeights(ctx context.Context, p Principal, infos []*mesos.WeightInfo) error {
+	valid, err := ValidateWeightInfos(infos)
+	if err != nil {
+		return err
+	}
+	return m.callAsync(ctx, func(s *state, now time.Time, finish func(error)) { s.updateWeights(valid, finish) })
+}
+
+// UpdateQuota handles UPDATE_QUOTA (all configs or none). Errors are
+// *APIError 400 naming the config; force skips the capacity and
+// consumption checks, as in Mesos.
+func (m *Master) UpdateQuota(ctx context.Context, p Principal, force bool, configs []*quotapb.QuotaConfig) error {
+	cs := make([]*quotapb.QuotaConfig, len(configs))
+	for i, c := range configs {
+		if err := ValidateQuotaConfig(c, fmt.Sprintf("update_quota.quota_configs[%d]", i)); err != nil {
+			return err
+		}
+		cs[i] = proto.Clone(c).(*quotapb.QuotaConfig)
+	}
+	return m.callAsync(ctx, func(s *state, now time.Time, finish func(error)) { s.updateQuota(cs, force, finish) })
+}
+
+// SetQuota handles the deprecated SET_QUOTA and POST /master/quota: 400
+// for an invalid request or a role that already has quota, 409 when the
+// guarantees would exceed the cluster (unless req.force).
+func (m *Master) SetQuota(ctx context.Context, p Principal, req *quotapb.QuotaRequest) error {
+	cfg, err := ValidateQuotaRequest(req)
+	if err != nil {
+		return err
+	}
+	force := req.GetForce()
+	return m.callAsync(ctx, func(s *state, now time.Time, finish func(error)) { s.setQuota(cfg, force, finish) })
+}
+
+// RemoveQuota handles the deprecated REMOVE_QUOTA and
+// DELETE /master/quota/<role>: 400 if the role has no quota.
+func (m *Master) RemoveQuota(ctx context.Context, p Principal, role string) error {
+	return m.callAsync(ctx, func(s *state, now time.Time, finish func(error)) { s.removeQuota(role, finish) })
+}
+
+// Explain asks the allocator why a framework is or is not offered
+// resources; false if the allocator cannot explain (not an
+// allocator.Introspector).
+func (m *Master) Explain(frameworkID string) (allocator.Explanation, bool) {
+	in, ok := m.alloc.(allocator.Introspector)
+	if !ok {
+		return allocator.Explanation{}, false
+	}
+	return in.Explain(frameworkID), true
+}
+
+// AllocatorMetrics returns the allocator's metrics under Mesos's key names
+// (allocator/mesos/...), or nil if the allocator does not report any.
+func (m *Master) AllocatorMetrics() map[string]float64 {
+	if in, ok := m.alloc.(allocator.Introspector); ok {
+		return in.Metrics()
+	}
+	return nil
+}
+
+// Teardown removes a framework as the operator TEARDOWN call and
+// /master/teardown do. Unknown IDs give an *APIError (400).
+func (m *Master) Teardown(ctx context.Context, p Principal, frameworkID string) error {
+	return m.leaderCall(ctx, func(s *state, now time.Time) error {
+		fw := s.frameworks[frameworkID]
+		if fw == nil {
+			return badRequest("No framework found with specified ID")
+		}
+		s.removeFramework(fw, now)
+		return nil
+	})
+}
+
+// Watch subscribes to operator events: it returns the snapshot at the time
+// of subscription and a channel of every later TASK_ADDED, TASK_UPDATED,
+// AGENT_ADDED, AGENT_REMOVED and FRAMEWORK_* event. The channel is closed
+// when ctx ends, the master stops, or the subscriber falls too far behind.
+func (m *Master) Watch(ctx context.Context) (*Snapshot, <-chan *masterpb.Event, error) {
+	w := newWatcher()
+	var snap *Snapshot
+	err := m.leaderCall(ctx, func(s *state, now time.Time) error {
+		// The snapshot at this instant, before any later event of this
+		// batch reaches the watcher: the subscriber sees every change
+		// exactly once, either in the snapshot or as an event.
+		snap = s.snapshot(now)
+		s.watchers[w] = struct{}{}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	go func() {
+		select {
+		case <-ctx.Done():
+			m.post(func(s *state, now time.Time) { s.dropWatcher(w) })
+		case <-w.gone():
+		}
+	}()
+	return snap, w.ch, nil
+}
