@@ -66,7 +66,11 @@ type core struct {
 	revokingQ qv // sum of all agents' pending revocations
 
 	metrics runMetrics
-	runSeq  uint64 // allocation runs started
+	// UpdateAllocation calls refused as inconsistent (metric), and why
+	// the last one was (golden transcripts show it).
+	updatesRejected uint64
+	lastRejected    string
+	runSeq          uint64 // allocation runs started
 }
 
 type orderPolicy int
