@@ -131,3 +131,38 @@ func (m *Master) Watch(ctx context.Context) (*Snapshot, <-chan *masterpb.Event, 
 	}()
 	return snap, w.ch, nil
 }
+
+// ApplyOperation applies an operator's operation on an agent's resources:
+// RESERVE (RESERVE_RESOURCES, /master/reserve), UNRESERVE
+// (UNRESERVE_RESOURCES, /master/unreserve), CREATE (CREATE_VOLUMES,
+// /master/create-volumes), DESTROY (DESTROY_VOLUMES,
+// /master/destroy-volumes), GROW_VOLUME and SHRINK_VOLUME. op is an
+// Offer.Operation of that type without an id; its resources may be in
+// either reservation format and must not carry allocation info.
+//
+// As in Mesos the operation applies to the agent's unallocated resources:
+// if it needs resources that are offered out, the agent's outstanding
+// offers are rescinded and the operation is tried again against what is
+// then free; resources used by tasks are never taken. On success (nil)
+// the agent's total holds the result (GET_AGENTS, /master/state and the
+// snapshot show it once ApplyOperation returns), the allocator offers it
+// from its next run, and the agent is sent its new set of checkpointed
+// resources. Errors are *APIError and change nothing:
+//
+//   - 400 (Bad Request) for invalid input, naming the field: an unknown
+//     or missing agent ID, an operation type an operator cannot apply,
+//     malformed resources, a reservation whose principal is not p's (when
+//     p has a Name), a volume on unreserved disk, a persistence ID already
+//     in use for the role on the agent, a volume to destroy or resize that
+//     a task uses;
+//   - 409 (Conflict) when the resources are not available (not on the
+//     agent, or in use by tasks), or the agent is being removed;
+//   - 307/503 from a master that does not lead, as every write.
+//
+// The HTTP layer answers 202 Accepted on success, as Mesos does for both
+// the classic endpoints and the v1 operator calls.
+func (m *Master) ApplyOperation(ctx context.Context, p Principal, agentID string, op *mesos.Offer_Operation) error {
+	return m.leaderCall(ctx, func(s *state, now time.Time) error {
+		return s.operatorOperation(p, agentID, op, now)
+	})
+}

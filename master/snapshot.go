@@ -46,6 +46,13 @@ type Snapshot struct {
 	// UPDATE_WEIGHTS); roles not listed weigh 1.
 	Weights map[string]float64
 
+	// Operations are the offer operations with an id whose latest status
+	// the framework has not acknowledged yet (operation feedback), by
+	// framework and operation ID: GET_OPERATIONS. Each carries its
+	// framework, agent, info (the operation as normalized: post-refinement
+	// resources), latest status and statuses.
+	Operations []*mesos.Operation
+
 	// Counters are the master's monotonically increasing metrics by Mesos
 	// key (e.g. "master/slave_registrations", "master/valid_status_updates").
 	// Gauges derived from the views above are computed by the renderer.
@@ -104,9 +111,16 @@ type AgentView struct {
 	RegisteredTime   time.Time
 	ReregisteredTime time.Time // zero if never
 
-	Total   []*mesos.Resource
-	Used    []*mesos.Resource // allocated to tasks and executors
-	Offered []*mesos.Resource
+	// Total is the agent's total: its flag resources with its static and
+	// dynamic reservations and persistent volumes (post-refinement form).
+	Total []*mesos.Resource
+	// Reserved is Total's reserved part by role (the role of each
+	// resource's last reservation), persistent volumes included;
+	// Unreserved the rest.
+	Reserved   map[string][]*mesos.Resource
+	Unreserved []*mesos.Resource
+	Used       []*mesos.Resource // allocated to tasks and executors
+	Offered    []*mesos.Resource
 
 	// Frameworks with tasks or executors on this agent, by ID.
 	FrameworkIDs []string

@@ -42,6 +42,7 @@ func (s *state) snapshot(now time.Time) *Snapshot {
 	for _, id := range sortedKeys(s.unreachable) {
 		snap.UnreachableAgents = append(snap.UnreachableAgents, &UnreachableAgent{ID: id, Time: s.unreachable[id].at})
 	}
+	snap.Operations = s.operationViews()
 	snap.Roles = s.roleViews()
 	snap.Weights = make(map[string]float64, len(s.rolesState().weights))
 	for role, w := range s.rolesState().weights {
@@ -99,7 +100,14 @@ func (s *state) agentView(a *agent) *AgentView {
 		RegisteredTime:   a.registeredTime,
 		ReregisteredTime: a.reregisteredTime,
 		Total:            a.totalProto,
+		Unreserved:       a.total.Unreserved().Proto(),
 		TaskCounts:       map[string]int{},
+	}
+	if len(a.reserved) > 0 {
+		v.Reserved = make(map[string][]*mesos.Resource, len(a.reserved))
+		for role, r := range a.reserved {
+			v.Reserved[role] = r.Proto()
+		}
 	}
 	var used, offered resources.Resources
 	fws := map[string]bool{}

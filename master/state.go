@@ -63,6 +63,10 @@ type state struct {
 
 	// roles holds weights, quota and revocation bookkeeping (state_roles.go).
 	roles *roleState
+	// operations are the operations with feedback awaiting the framework's
+	// acknowledgement, by framework ID and operation ID
+	// (operation_feedback.go); nil until the first.
+	operations map[string]map[string]*operationRec
 
 	// Leadership (state_leader.go). leader is the leading master (info
 	// when leading), nil if unknown; epoch stamps every agent event.

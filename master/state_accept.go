@@ -40,6 +40,14 @@ func (s *state) accept(fw *framework, acc *schedulerpb.Call_Accept, now time.Tim
 				s.rejectTask(fw, newStatus(ti.GetTaskId(), ti.GetAgentId(), lost,
 					mesos.TaskStatus_REASON_INVALID_OFFERS, msg, now))
 			}
+			if t := op.GetType(); t != mesos.Offer_Operation_LAUNCH && t != mesos.Offer_Operation_LAUNCH_GROUP {
+				agent := ""
+				if len(offers) > 0 {
+					agent = offers[0].agentID
+				}
+				s.operationStatus(fw, agent, op, mesos.OperationState_OPERATION_DROPPED,
+					"Operation attempted with invalid offers: "+err.Error(), nil, now)
+			}
 		}
 		return
 	}
@@ -56,19 +64,15 @@ func (s *state) accept(fw *framework, acc *schedulerpb.Call_Accept, now time.Tim
 	for i, op := range acc.GetOperations() {
 		kind, ok := offerOps[op.GetType()]
 		if !ok {
-			// RESERVE, UNRESERVE, CREATE, DESTROY and the volume and disk
-			// operations are not implemented yet: they are dropped (their
-			// resources stay unused and are recovered below).
-			s.log.Warn("ignoring unsupported offer operation", "framework", fw.id,
-				"operation", op.GetType().String(), "index", i)
+			l.refuse(op, fmt.Errorf("operations[%d]: operation type %s is not supported", i, op.GetType()))
 			continue
 		}
-		if err := kind.validate(l, op); err != nil {
-			s.log.Warn("refusing offer operation", "framework", fw.id,
-				"operation", op.GetType().String(), "index", i, "err", err)
+		prepared, err := kind.validate(l, op)
+		if err != nil {
+			l.refuse(op, err)
 			continue
 		}
-		kind.apply(l, op)
+		kind.apply(l, prepared)
 	}
 	if !l.remaining.IsEmpty() {
 		s.alloc.RecoverResources(fw.id, a.id, l.remaining, normalizeFilters(acc.GetFilters()))

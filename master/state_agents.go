@@ -63,6 +63,11 @@ func (s *state) agentSubscribe(sub *protocol.AgentCall_Subscribe, now time.Time)
 	if _, err := resources.FromProto(sub.GetAgentInfo().GetResources()); err != nil {
 		return nil, badRequest("Invalid 'agent_info.resources': %v", err)
 	}
+	if len(sub.GetCheckpointedResources()) > 0 {
+		if _, _, err := agentTotal(sub); err != nil {
+			return nil, badRequest("Agent subscription refused: %v", err)
+		}
+	}
 	sub = proto.Clone(sub).(*protocol.AgentCall_Subscribe)
 	info := sub.GetAgentInfo()
 	st := s.newAgentStream()
@@ -138,7 +143,7 @@ func (s *state) admitted(st *AgentStream, sub *protocol.AgentCall_Subscribe, err
 		s.reregister(old, st, sub, now)
 		return
 	}
-	total, _ := resources.FromProto(info.GetResources())
+	_, total, _ := agentTotal(sub) // checked by agentSubscribe
 	a := &agent{
 		id:             id,
 		info:           info,
@@ -236,13 +241,18 @@ func (s *state) reregister(a *agent, st *AgentStream, sub *protocol.AgentCall_Su
 	a.reregisteredTime = now
 	if !proto.Equal(a.info, info) {
 		a.info = info
-		if total, err := resources.FromProto(info.GetResources()); err == nil && !total.Equal(a.total) {
-			a.setTotal(total)
-			s.rescindAgentOffers(a)
-			s.alloc.UpdateAgent(a.id, info, total)
-		}
+	}
+	// The total: flag resources with reservations and volumes applied.
+	total, resend := s.reregisteredTotal(a, sub)
+	if !total.Equal(a.total) {
+		a.setTotal(total)
+		s.rescindAgentOffers(a)
+		s.alloc.UpdateAgent(a.id, info, total)
 	}
 	s.connectAgent(a, st, now)
+	if resend {
+		s.checkpointResources(a)
+	}
 	s.adoptReport(a, sub, now)
 	// Tell the agent what the master believes it runs; it answers with
 	// TASK_LOST/DROPPED for tasks it does not know (e.g. a RUN_TASK lost

@@ -55,9 +55,12 @@ func (s *state) schedulerCall(call *schedulerpb.Call, streamID string, now time.
 		// Accepted and ignored: the built-in allocators ignore requests.
 	case schedulerpb.Call_UPDATE_FRAMEWORK:
 		return s.updateFramework(fw, call.GetUpdateFramework())
-	case schedulerpb.Call_ACCEPT_INVERSE_OFFERS, schedulerpb.Call_DECLINE_INVERSE_OFFERS,
-		schedulerpb.Call_ACKNOWLEDGE_OPERATION_STATUS, schedulerpb.Call_RECONCILE_OPERATIONS:
-		// No inverse offers or operation feedback yet: nothing to act on.
+	case schedulerpb.Call_ACKNOWLEDGE_OPERATION_STATUS:
+		s.acknowledgeOperation(fw, call.GetAcknowledgeOperationStatus())
+	case schedulerpb.Call_RECONCILE_OPERATIONS:
+		s.reconcileOperations(fw, call.GetReconcileOperations().GetOperations())
+	case schedulerpb.Call_ACCEPT_INVERSE_OFFERS, schedulerpb.Call_DECLINE_INVERSE_OFFERS:
+		// No inverse offers yet (no maintenance): nothing to act on.
 	default:
 		return &APIError{Status: http.StatusNotImplemented, Message: "Received '" + call.GetType().String() + "' call"}
 	}

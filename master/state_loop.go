@@ -52,6 +52,8 @@ func (s *state) advance(now time.Time) {
 		s.removeFramework(fw, now)
 	}
 
+	s.retryOperationStatuses(now)
+
 	sort.Slice(dueAgents, func(i, j int) bool { return dueAgents[i].id < dueAgents[j].id })
 	for _, a := range dueAgents {
 		// Removing a framework above must not have removed the agent,
@@ -109,6 +111,7 @@ func (s *state) nextDeadline() time.Time {
 		consider(s.allocPause.until)
 	}
 	consider(s.removalDeadline())
+	consider(s.nextOperationRetry())
 	return next
 }
 

@@ -115,6 +115,10 @@ func (f *fakeSource) RemoveQuota(_ context.Context, _ master.Principal, role str
 	return f.write("RemoveQuota", role)
 }
 
+func (f *fakeSource) ApplyOperation(_ context.Context, _ master.Principal, agentID string, op *mesos.Offer_Operation) error {
+	return f.write("ApplyOperation", agentID+" "+op.GetType().String())
+}
+
 var errFake = errors.New("fake failure")
 
 var (

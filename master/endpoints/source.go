@@ -49,6 +49,11 @@ type Source interface {
 	SetQuota(ctx context.Context, p master.Principal, req *quotapb.QuotaRequest) error
 	// RemoveQuota applies the deprecated REMOVE_QUOTA / DELETE /master/quota/<role>.
 	RemoveQuota(ctx context.Context, p master.Principal, role string) error
+	// ApplyOperation applies an operator's RESERVE, UNRESERVE, CREATE,
+	// DESTROY, GROW_VOLUME or SHRINK_VOLUME on an agent's unallocated
+	// resources: nil, or 400 naming the problem, or 409 when the resources
+	// are not available (see master.Master.ApplyOperation).
+	ApplyOperation(ctx context.Context, p master.Principal, agentID string, op *mesos.Offer_Operation) error
 }
 
 // principal is the caller of a request. mezzo has no authentication yet,
