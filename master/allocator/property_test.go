@@ -266,6 +266,7 @@ func checkInternal(t *rapid.T, c *core) {
 // they summarise (masks, counters, candidate bits), which are only
 // hints if they over-approximate and a bug if they ever under-approximate:
 //   - every filter entry's node bit is in its agent's filterMask;
+//   - an allocation entry's cached quantities are those of its resources;
 //   - a framework node's nfilters counts its live entries on all agents;
 //   - a role's live (revLive) counts its offerable framework nodes;
 //   - every agent with free resources is a candidate of the next run.
@@ -278,6 +279,11 @@ func checkCachedBits(t *rapid.T, c *core) {
 			}
 			if fl.live() {
 				liveFilters[fl.node]++
+			}
+		}
+		for _, x := range a.alloc {
+			if x.q != nil && (!sameVec(x.q, c.names.vecOf(x.res)) || !sameVec(x.uq, c.names.vecOf(x.res.Unreserved()))) {
+				t.Fatalf("agent %s: %s in %s holds %s but keeps quantities %v, unreserved %v", a.id, x.fw, x.role, x.res, x.q, x.uq)
 			}
 		}
 		if a.freeQ.positive() && !a.cand {
