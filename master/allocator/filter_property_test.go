@@ -41,6 +41,7 @@ func TestPropertyFiltersAndSuppression(t *testing.T) {
 			"removeFramework": fm.removeFramework,
 			"deactivate":      fm.deactivate,
 			"activate":        fm.activate,
+			"updateRoles":     fm.updateRoles,
 			"decline":         fm.decline,
 			"accept":          fm.accept,
 			"finish":          fm.finish,
@@ -71,6 +72,7 @@ type fmKey struct{ fw, role, agent string }
 
 type fmFramework struct {
 	roles      []string
+	multi      bool // MULTI_ROLE: resources come back with allocation info
 	active     bool
 	suppressed map[string]bool
 }
@@ -169,7 +171,7 @@ func (fm *filterMachine) addFramework(t *rapid.T) {
 		info.Role = proto.String(roles[0])
 	}
 	fm.s.AddFramework(id, info, nil, true, nil)
-	fm.fws[id] = &fmFramework{roles: roles, active: true, suppressed: map[string]bool{}}
+	fm.fws[id] = &fmFramework{roles: roles, multi: len(roles) > 1, active: true, suppressed: map[string]bool{}}
 }
 
 // removeFramework tears a framework down (the master recovers nothing
@@ -214,6 +216,51 @@ func (fm *filterMachine) activate(t *rapid.T) {
 	}
 	fm.s.ActivateFramework(id)
 	fm.fws[id].active = true
+}
+
+// updateRoles changes a framework's roles (UPDATE_FRAMEWORK); its
+// filters and suppression of roles it leaves are dropped.
+func (fm *filterMachine) updateRoles(t *rapid.T) {
+	id, ok := fm.pickFramework(t)
+	if !ok {
+		return
+	}
+	f := fm.fws[id]
+	roles := []string{rapid.SampledFrom(fmRoles).Draw(t, "newRole")}
+	if r2 := rapid.SampledFrom(fmRoles).Draw(t, "newRole2"); r2 != roles[0] {
+		roles = append(roles, r2)
+		sort.Strings(roles)
+	}
+	info := &mesos.FrameworkInfo{User: proto.String("u"), Name: proto.String(id), Roles: roles,
+		Capabilities: []*mesos.FrameworkInfo_Capability{{Type: mesos.FrameworkInfo_Capability_MULTI_ROLE.Enum()}}}
+	var suppressed []string
+	for _, r := range roles {
+		if f.suppressed[r] {
+			suppressed = append(suppressed, r)
+		}
+	}
+	// The master rescinds the offers of roles the framework leaves.
+	for _, k := range sortedFmKeys(fm.outstanding) {
+		if k.fw == id && !contains(roles, k.role) {
+			fm.s.RecoverResources(id, k.agent, fm.tag(k, fm.outstanding[k]), nil)
+			delete(fm.outstanding, k)
+		}
+	}
+	fm.s.UpdateFramework(id, info, suppressed)
+	var left []string
+	for _, r := range f.roles {
+		if !contains(roles, r) {
+			left = append(left, r)
+		}
+	}
+	if left != nil {
+		fm.clearFilters(id, left)
+	}
+	f.roles, f.multi = roles, true
+	f.suppressed = map[string]bool{}
+	for _, r := range suppressed {
+		f.suppressed[r] = true
+	}
 }
 
 var fmRefuse = []float64{-1, 0, 0.2, 1, 2.5, 5, 30}
@@ -403,7 +450,7 @@ func (fm *filterMachine) forget(fw string, ms ...map[fmKey]resources.Resources) 
 // tag gives r the allocation info the master adds for MULTI_ROLE
 // frameworks.
 func (fm *filterMachine) tag(k fmKey, r resources.Resources) resources.Resources {
-	if len(fm.fws[k.fw].roles) > 1 {
+	if fm.fws[k.fw].multi {
 		return r.AllocatedTo(k.role)
 	}
 	return r
