@@ -66,6 +66,10 @@ func (c *core) setFrameworkInfo(f *framework, info *mesos.FrameworkInfo, suppres
 	}
 	for rn := range old {
 		if !f.roleSet[rn] {
+			// Filters go with the role (as in Mesos): the node may outlive
+			// the subscription while it holds resources, and a later
+			// resubscription must not inherit them.
+			clearFilters(f, rn)
 			if r := c.roles[rn]; r != nil {
 				r.nsub--
 				c.maybeDropFwNode(f, r)

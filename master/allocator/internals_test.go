@@ -217,3 +217,33 @@ func leafNames(ns []*drfNode) []string {
 	}
 	return s
 }
+
+// TestVecGrowZeroes: growing a vector into storage an earlier, longer
+// vector used reads zeros, not the old values (allocation entries reuse
+// the vectors of removed ones).
+func TestVecGrowZeroes(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		v    qv
+		n    int
+		want qv
+	}{
+		{"nil", nil, 2, qv{0, 0}},
+		{"longer already", qv{1, 2, 3}, 2, qv{1, 2, 3}},
+		{"room with stale values", append(qv{7, 8, 9}[:0], 5), 3, qv{5, 0, 0}},
+		{"no room", qv{1}, 3, qv{1, 0, 0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.v.grow(tc.n); !sameVec(got, tc.want) || len(got) != len(tc.want) {
+				t.Fatalf("grow(%v, %d) = %v, want %v", tc.v, tc.n, got, tc.want)
+			}
+		})
+	}
+	// The case the filter state machine found: an entry reuses the
+	// storage of a removed cpus+mem entry for cpus alone, then grows.
+	stale := qv{1000, 128000}
+	e := append(stale[:0], 1000)
+	if got := e.add(qv{1000, 128000}); !sameVec(got, qv{2000, 128000}) {
+		t.Fatalf("add after reuse = %v, want [2000 128000]", got)
+	}
+}
