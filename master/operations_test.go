@@ -252,7 +252,11 @@ func TestOfferOperationTable(t *testing.T) {
 			},
 			want: []string{"op r OPERATION_ERROR", "cannot be reserved for role 'web'", "total unchanged"}, wantNot: []string{"checkpoint"}},
 		{name: "reserve with a principal that is not the framework's", agent: "cpus:2",
-			info: func() *mesos.FrameworkInfo { i := roleInfo("db-fw", "db"); i.Principal = proto.String("alice"); return i }(),
+			info: func() *mesos.FrameworkInfo {
+				i := roleInfo("db-fw", "db")
+				i.Principal = proto.String("alice")
+				return i
+			}(),
 			ops: func(string) []*mesos.Offer_Operation {
 				return []*mesos.Offer_Operation{withID(reserveOp(dynRes("cpus:1", "db", "bob")), "r")}
 			},
