@@ -17,7 +17,8 @@ import (
 // agent without volumes.
 type OperationContext struct {
 	// Principal is the authenticated caller, "" when there is none (no
-	// authentication). When set, reservations and volumes made must carry
+	// authentication; a FrameworkInfo.principal that was not authenticated
+	// does not count, as in Mesos). When set, reservations and volumes made must carry
 	// it, and only its own reservations and volumes may be removed.
 	Principal string
 	// FrameworkRoles are the roles of the framework that sent the operation
