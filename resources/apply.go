@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 
+	"google.golang.org/protobuf/proto"
+
 	"mezzo/api/mesos"
 )
 
@@ -78,19 +80,24 @@ func (r Resources) Apply(op *mesos.Offer_Operation) (Resources, error) {
 	return out, nil
 }
 
-// Conversion returns what the operation consumes and what it produces in
-// their place, summed over its steps: the allocator's UpdateAllocation moves
-// consumed to converted in an allocation without recovering it. LAUNCH and
-// LAUNCH_GROUP convert nothing. The errors are Apply's for malformed
-// operations; availability is not checked here.
+// Conversion returns the net effect of the operation: what it consumes and
+// what it produces in their place, so that r.Apply(op) equals
+// r.Subtract(consumed).Add(converted) whenever Apply succeeds. A step that
+// consumes what an earlier step of the same operation produced (a RESERVE
+// that reserves and refines in one go) cancels out. The allocator's
+// UpdateAllocation moves consumed to converted in an allocation without
+// recovering it. LAUNCH and LAUNCH_GROUP convert nothing. The errors are
+// Apply's for malformed operations; availability is not checked here.
 func Conversion(op *mesos.Offer_Operation) (consumed, converted Resources, err error) {
 	steps, err := conversions(op)
 	if err != nil {
 		return Resources{}, Resources{}, err
 	}
 	for _, s := range steps {
-		consumed = consumed.Add(s.consumed)
-		converted = converted.Add(s.converted)
+		// The part of this step's input that earlier steps produced.
+		fromEarlier := s.consumed.Subtract(s.consumed.Subtract(converted))
+		consumed = consumed.Add(s.consumed.Subtract(fromEarlier))
+		converted = converted.Subtract(fromEarlier).Add(s.converted)
 	}
 	return consumed, converted, nil
 }
@@ -233,9 +240,13 @@ func volumeSteps(field string, ps []*mesos.Resource, destroy bool) ([]step, erro
 			steps = append(steps, step{field: f, consumed: disk, converted: vol})
 			continue
 		}
+		if !it.shared {
+			steps = append(steps, step{field: f, consumed: vol, converted: disk})
+			continue
+		}
 		steps = append(steps, step{field: f, consumed: vol, converted: disk, after: func(r Resources) error {
-			// Only shared volumes can be held more than once; destroying
-			// one copy would leave the others pointing at nothing.
+			// A shared volume is held once per user: destroying one copy
+			// would leave the others pointing at nothing.
 			if r.Contains(vol) {
 				return fmt.Errorf("%s: persistent volume %s cannot be destroyed: other shared copies of it are in use", f, vol)
 			}
@@ -333,4 +344,49 @@ func shrinkSteps(s *mesos.Offer_Operation_ShrinkVolume) ([]step, error) {
 		consumed:  single(vol),
 		converted: single(shrunk).Add(single(freed)),
 	}}, nil
+}
+
+// WithAllocationRole returns a deep copy of op whose resources (those of
+// RESERVE, UNRESERVE, CREATE, DESTROY, GROW_VOLUME and SHRINK_VOLUME; launch
+// operations are returned as copied) carry allocation_info for role where
+// they carry none, as Mesos's master injects the offers' allocation role into
+// a framework's operations before validating and applying them to offered
+// resources. With role "" it clears allocation_info instead, for applying
+// the operation to an agent's (unallocated) total.
+func WithAllocationRole(op *mesos.Offer_Operation, role string) *mesos.Offer_Operation {
+	if op == nil {
+		return nil
+	}
+	c := proto.Clone(op).(*mesos.Offer_Operation)
+	set := func(rs ...*mesos.Resource) {
+		for _, r := range rs {
+			switch {
+			case r == nil:
+			case role == "":
+				r.AllocationInfo = nil
+			case r.AllocationInfo == nil:
+				r.AllocationInfo = &mesos.Resource_AllocationInfo{Role: proto.String(role)}
+			}
+		}
+	}
+	if x := c.Reserve; x != nil {
+		set(x.Resources...)
+		set(x.Source...)
+	}
+	if x := c.Unreserve; x != nil {
+		set(x.Resources...)
+	}
+	if x := c.Create; x != nil {
+		set(x.Volumes...)
+	}
+	if x := c.Destroy; x != nil {
+		set(x.Volumes...)
+	}
+	if x := c.GrowVolume; x != nil {
+		set(x.Volume, x.Addition)
+	}
+	if x := c.ShrinkVolume; x != nil {
+		set(x.Volume)
+	}
+	return c
 }
