@@ -76,7 +76,7 @@ func roleInfo(name, role string, caps ...mesos.FrameworkInfo_Capability_Type) *m
 // role (as the allocator would).
 func (h *harness) offerAll(f *fakeFramework, a *fakeAgent, role string) *mesos.Offer {
 	h.t.Helper()
-	h.s.allocated(f.id, allocator.Offers{role: {a.id: h.s.unallocated(h.s.agents[a.id])}}, h.now)
+	h.s.allocated(f.id, allocator.Offers{role: {a.id: h.s.freeOn(h.s.agents[a.id])}}, h.now)
 	h.settle()
 	offers := f.offers()
 	if len(offers) != 1 {
@@ -250,7 +250,7 @@ func TestOfferOperationTable(t *testing.T) {
 			ops: func(string) []*mesos.Offer_Operation {
 				return []*mesos.Offer_Operation{withID(reserveOp(dynRes("cpus:1", "web", "")), "r")}
 			},
-			want: []string{"op r OPERATION_ERROR", "cannot be reserved for role 'web'", "total unchanged"}, wantNot: []string{"checkpoint"}},
+			want: []string{"op r OPERATION_ERROR", `role "web" is not one of the framework's roles [db]`, "total unchanged"}, wantNot: []string{"checkpoint"}},
 		{name: "reserve with a principal that is not the framework's", agent: "cpus:2",
 			info: func() *mesos.FrameworkInfo {
 				i := roleInfo("db-fw", "db")
@@ -260,7 +260,7 @@ func TestOfferOperationTable(t *testing.T) {
 			ops: func(string) []*mesos.Offer_Operation {
 				return []*mesos.Offer_Operation{withID(reserveOp(dynRes("cpus:1", "db", "bob")), "r")}
 			},
-			want: []string{"op r OPERATION_ERROR", "principal 'bob' does not match", "total unchanged"}},
+			want: []string{"op r OPERATION_ERROR", `principal: "bob" does not match the caller's principal "alice"`, "total unchanged"}},
 		{name: "reserve more than offered", agent: "cpus:1", info: db,
 			ops: func(string) []*mesos.Offer_Operation {
 				return []*mesos.Offer_Operation{withID(reserveOp(dynRes("cpus:2", "db", "")), "r")}
@@ -296,14 +296,14 @@ func TestOfferOperationTable(t *testing.T) {
 				v.Reservations = nil
 				return []*mesos.Offer_Operation{withID(createOp(v), "c")}
 			},
-			want: []string{"op c OPERATION_ERROR", "unreserved disk", "total unchanged"}},
+			want: []string{"op c OPERATION_ERROR", "create.volumes[0].reservations: persistent volumes cannot be created from unreserved resources", "total unchanged"}},
 		{name: "duplicate persistence ID in one CREATE", agent: "disk:100", info: db,
 			ops: func(string) []*mesos.Offer_Operation {
 				return []*mesos.Offer_Operation{
 					reserveOp(dynRes("disk:100", "db", "")),
 					withID(createOp(volume("v1", "db", 50), volume("v1", "db", 50)), "c")}
 			},
-			want: []string{"op c OPERATION_ERROR", "persistence ID 'v1' is already in use"}},
+			want: []string{"op c OPERATION_ERROR", `create.volumes[1].disk.persistence.id: persistence ID "v1" of role "db" is already used in this operation`}},
 		{name: "duplicate persistence ID on the agent", agent: "disk:100", info: db,
 			setup: func(h *harness, a *fakeAgent) {
 				if err := h.s.operatorOperation(Principal{}, a.id, reserveOp(dynRes("disk:100", "db", "")), h.now); err != nil {
@@ -316,7 +316,7 @@ func TestOfferOperationTable(t *testing.T) {
 			ops: func(string) []*mesos.Offer_Operation {
 				return []*mesos.Offer_Operation{withID(createOp(volume("v1", "db", 50)), "c")}
 			},
-			want: []string{"op c OPERATION_ERROR", "persistence ID 'v1' is already in use for role 'db'", "total unchanged"}},
+			want: []string{"op c OPERATION_ERROR", `persistence ID "v1" of role "db" is already used on the agent`, "total unchanged"}},
 		{name: "destroy and unreserve", agent: "disk:100", info: db,
 			setup: func(h *harness, a *fakeAgent) {
 				h.s.operatorOperation(Principal{}, a.id, reserveOp(dynRes("disk:100", "db", "")), h.now)
@@ -396,8 +396,8 @@ func TestOperatorOperationBadInputChangesNothing(t *testing.T) {
 		{"launch", a.id, launch(), 400, "LAUNCH cannot be applied by an operator"},
 		{"not available", a.id, reserveOp(dynRes("cpus:5", "db", "")), 409, "not available on agent"},
 		{"used by a task", a.id, unreserveOp(dynRes("cpus:1", "db", "")), 409, "not available on agent"},
-		{"volume on unreserved disk", a.id, createOp(unreservedDisk), 400, "unreserved disk"},
-		{"duplicate persistence ID", a.id, createOp(volume("v1", "db", 10)), 400, "persistence ID 'v1' is already in use"},
+		{"volume on unreserved disk", a.id, createOp(unreservedDisk), 400, "cannot be created from unreserved resources"},
+		{"duplicate persistence ID", a.id, createOp(volume("v1", "db", 10)), 400, `persistence ID "v1" of role "db" is already used on the agent`},
 		{"destroy a volume in use", a.id, destroyOp(volume("v1", "db", 40)), 400, "task 't1' of framework " + f.id + " uses it"},
 		{"malformed", a.id, reserveOp([]*mesos.Resource{{Name: proto.String("cpus")}}), 400, "reserve.resources"},
 		{"empty", a.id, reserveOp(nil), 400, "must not be empty"},
@@ -458,7 +458,7 @@ func TestOperatorOperationRescindsOffers(t *testing.T) {
 	}
 	// The operator's principal must match the reservation's.
 	err := h.s.operatorOperation(Principal{Name: "ops"}, a.id, reserveOp(dynRes("mem:1", "db", "eve")), h.now)
-	if apiErr, ok := err.(*APIError); !ok || apiErr.Status != 400 || !strings.Contains(apiErr.Message, "principal 'eve' does not match") {
+	if apiErr, ok := err.(*APIError); !ok || apiErr.Status != 400 || !strings.Contains(apiErr.Message, `"eve" does not match the caller's principal "ops"`) {
 		t.Fatalf("err = %v", err)
 	}
 	// The snapshot shows the reservation per role.
