@@ -1,6 +1,8 @@
 package master
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -763,5 +765,40 @@ func TestAgentCheckpointedResourcesOnSubscribe(t *testing.T) {
 	again = h.agentSubscribe(sub)
 	if sets, _ := checkpointsIn(again.events); len(sets) != 0 {
 		t.Fatalf("up-to-date agent sent %v", sets)
+	}
+}
+
+// Master.ApplyOperation end to end through the loop: the snapshot shows
+// the reservation once it returns; errors are *APIError.
+func TestMasterApplyOperation(t *testing.T) {
+	m, _ := startMaster(t, &recordingAllocator{})
+	ctx := context.Background()
+	ast, err := m.SubscribeAgent(ctx, Principal{}, &protocol.AgentCall{Type: protocol.AgentCall_SUBSCRIBE.Enum(),
+		Subscribe: agentSub("h", "cpus:2;mem:256;disk:100")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, _ := next(t, ast.Ready(), ast.Drain)
+	agent := evs[0].GetSubscribed().GetAgentId().GetValue()
+	if err := m.ApplyOperation(ctx, Principal{}, agent, reserveOp(dynRes("disk:100", "db", ""))); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.ApplyOperation(ctx, Principal{}, agent, createOp(volume("v1", "db", 100))); err != nil {
+		t.Fatal(err)
+	}
+	v := m.Snapshot().Agents[0]
+	if vols := mustRes(v.Reserved["db"]).PersistentVolumes(); vols.Len() != 1 || !mustRes(v.Unreserved).Equal(resources.MustParse("cpus:2;mem:256")) {
+		t.Fatalf("snapshot: reserved %v, unreserved %v", v.Reserved, v.Unreserved)
+	}
+	var apiErr *APIError
+	if err := m.ApplyOperation(ctx, Principal{}, "nope", reserveOp(dynRes("cpus:1", "db", ""))); !errors.As(err, &apiErr) || apiErr.Status != 400 {
+		t.Fatalf("unknown agent: %v", err)
+	}
+	if err := m.ApplyOperation(ctx, Principal{}, agent, reserveOp(dynRes("cpus:3", "db", ""))); !errors.As(err, &apiErr) || apiErr.Status != 409 {
+		t.Fatalf("not available: %v", err)
+	}
+	evs, _ = next(t, ast.Ready(), ast.Drain)
+	if sets, _ := checkpointsIn(evs); len(sets) == 0 || sets[len(sets)-1].PersistentVolumes().Len() != 1 {
+		t.Fatalf("agent events %v", eventTypes(evs))
 	}
 }
