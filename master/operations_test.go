@@ -330,6 +330,33 @@ func TestOfferOperationTable(t *testing.T) {
 					withID(unreserveOp(dynRes("disk:100", "db", "")), "u")}
 			},
 			fullWant: "op d OPERATION_FINISHED \nop u OPERATION_FINISHED \ncheckpoint disk(reservations: [(DYNAMIC,db)]):100\ncheckpoint {}"},
+		{name: "grow and shrink a volume", agent: "disk:100", info: db,
+			setup: func(h *harness, a *fakeAgent) {
+				h.s.operatorOperation(Principal{}, a.id, reserveOp(dynRes("disk:100", "db", "")), h.now)
+				h.s.operatorOperation(Principal{}, a.id, createOp(volume("v1", "db", 50)), h.now)
+			},
+			ops: func(string) []*mesos.Offer_Operation {
+				grown := volume("v1", "db", 70)
+				return []*mesos.Offer_Operation{
+					withID(&mesos.Offer_Operation{Type: mesos.Offer_Operation_GROW_VOLUME.Enum(),
+						GrowVolume: &mesos.Offer_Operation_GrowVolume{Volume: volume("v1", "db", 50), Addition: dynRes("disk:20", "db", "")[0]}}, "g"),
+					withID(&mesos.Offer_Operation{Type: mesos.Offer_Operation_SHRINK_VOLUME.Enum(),
+						ShrinkVolume: &mesos.Offer_Operation_ShrinkVolume{Volume: grown, Subtract: &mesos.Value_Scalar{Value: proto.Float64(40)}}}, "s"),
+				}
+			},
+			fullWant: "op g OPERATION_FINISHED \nop s OPERATION_FINISHED \n" +
+				"checkpoint disk(reservations: [(DYNAMIC,db)]):30; disk(reservations: [(DYNAMIC,db)])[v1,data:RW]:70\n" +
+				"checkpoint disk(reservations: [(DYNAMIC,db)]):70; disk(reservations: [(DYNAMIC,db)])[v1,data:RW]:30"},
+		{name: "grow more than offered", agent: "disk:100", info: db,
+			setup: func(h *harness, a *fakeAgent) {
+				h.s.operatorOperation(Principal{}, a.id, reserveOp(dynRes("disk:100", "db", "")), h.now)
+				h.s.operatorOperation(Principal{}, a.id, createOp(volume("v1", "db", 50)), h.now)
+			},
+			ops: func(string) []*mesos.Offer_Operation {
+				return []*mesos.Offer_Operation{withID(&mesos.Offer_Operation{Type: mesos.Offer_Operation_GROW_VOLUME.Enum(),
+					GrowVolume: &mesos.Offer_Operation_GrowVolume{Volume: volume("v1", "db", 50), Addition: dynRes("disk:60", "db", "")[0]}}, "g")}
+			},
+			want: []string{"op g OPERATION_ERROR", "not available in the offers", "total unchanged"}},
 		{name: "launch with an operation id", agent: "cpus:1;mem:128", info: db,
 			ops: func(agent string) []*mesos.Offer_Operation {
 				return []*mesos.Offer_Operation{withID(launch(cmdTask("t", agent, "cpus:1")), "l")}
