@@ -3,6 +3,9 @@ package master
 import (
 	"fmt"
 	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
 
 	"pgregory.net/rapid"
 
@@ -79,6 +82,64 @@ func TestOperatorOperationsProperty(t *testing.T) {
 		a2 := h2.agentSubscribe(sub)
 		if a2.id != a.id || !h2.total(a2).Equal(h.total(a)) {
 			rt.Fatalf("new leader's total %v, want %v", h2.s.agents[a.id], h.total(a))
+		}
+	})
+}
+
+// Property: with the real allocator, after any sequence of ACCEPTs of
+// operations on offered resources (each handed back at once), the
+// allocator agrees with the master: it refuses none of the master's
+// UpdateAllocation calls, and the next allocation offers the single
+// framework exactly the agent's total in its new form.
+func TestAcceptOperationsAllocatorAgrees(t *testing.T) {
+	const flags = "cpus:4;mem:1024;disk:1000"
+	rapid.Check(t, func(rt *rapid.T) {
+		h, sa := syncHarness(t, false)
+		a := h.addAgent("a1", flags)
+		f := h.subscribe(roleInfo("db-fw", "db"))
+		h.run(sa)
+		offers := f.offers()
+		steps := rapid.IntRange(1, 12).Draw(rt, "steps")
+		for i := 0; i < steps; i++ {
+			if got, want := offered(offers).WithoutAllocationInfo(), h.total(a); !got.Equal(want) {
+				rt.Fatalf("step %d: offered %v, total %v", i, got, want)
+			}
+			var ops []*mesos.Offer_Operation
+			for n := rapid.IntRange(1, 3).Draw(rt, "ops"); n > 0; n-- {
+				amount := rapid.IntRange(1, 600).Draw(rt, "amount")
+				name := rapid.SampledFrom([]string{"cpus", "mem", "disk"}).Draw(rt, "name")
+				id := fmt.Sprintf("v%d", rapid.IntRange(0, 2).Draw(rt, "id"))
+				text := fmt.Sprintf("%s:%d", name, amount)
+				switch rapid.IntRange(0, 3).Draw(rt, "kind") {
+				case 0:
+					ops = append(ops, reserveOp(dynRes(text, "db", "")))
+				case 1:
+					ops = append(ops, unreserveOp(dynRes(text, "db", "")))
+				case 2:
+					ops = append(ops, createOp(volume(id, "db", float64(amount))))
+				case 3:
+					v := volume(id, "db", float64(amount))
+					if vols := h.total(a).PersistentVolumes().Proto(); len(vols) > 0 && rapid.Bool().Draw(rt, "existing") {
+						v = vols[rapid.IntRange(0, len(vols)-1).Draw(rt, "which")]
+					}
+					ops = append(ops, destroyOp(v))
+				}
+			}
+			acc := acceptCall(offers, ops...)
+			acc.Accept.Filters = &mesos.Filters{RefuseSeconds: proto.Float64(0)}
+			f.mustCall(acc)
+			if n := sa.Metrics()["allocator/mesos/allocation_updates_rejected"]; n != 0 {
+				rt.Fatalf("step %d: the allocator refused %v of the master's allocation updates", i, n)
+			}
+			h.advance(time.Second)
+			h.run(sa)
+			offers = f.offers()
+		}
+		if got, want := offered(offers).WithoutAllocationInfo(), h.total(a); !got.Equal(want) {
+			rt.Fatalf("finally offered %v, total %v", got, want)
+		}
+		if q := h.total(a).Quantities(); q["cpus"] != 4 || q["mem"] != 1024 || q["disk"] != 1000 {
+			rt.Fatalf("total quantities %v", q)
 		}
 	})
 }
