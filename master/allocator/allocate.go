@@ -176,7 +176,7 @@ func (rn *run) give(a *agent, n *drfNode, role string, res resources.Resources, 
 	rn.gives++
 	rn.drfOrderOK = false
 	if rn.quota != nil {
-		rn.quota.allocated(role, uq)
+		rn.quota.allocated(role, q, uq)
 	}
 }
 

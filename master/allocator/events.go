@@ -258,9 +258,32 @@ func (c *core) setTotal(a *agent, total resources.Resources) {
 	a.total = total
 	a.totalQ = c.names.vecOf(total)
 	a.reserved = !total.Unreserved().Equal(total)
+	a.resvQ = nil
+	delete(c.resvAgents, a)
+	if a.reserved {
+		a.resvQ = c.reservedByRole(total)
+		c.resvAgents[a] = struct{}{}
+	}
 	a.gpu = a.totalQ.at(c.names.index("gpus")) > 0
 	c.totalQ = c.totalQ.add(a.totalQ)
 	c.totalDirty = true
+}
+
+// reservedByRole sums r's reserved scalars by reservation role (the
+// role of the top reservation: a refinement belongs to the sub-role).
+func (c *core) reservedByRole(r resources.Resources) map[string]qv {
+	out := map[string]qv{}
+	for _, p := range r.Proto() {
+		if !isReserved(p) || p.GetScalar() == nil {
+			continue
+		}
+		rr := reservationRole(p)
+		i := c.names.index(p.GetName())
+		v := out[rr].grow(i + 1)
+		v[i] += toMilli(p.GetScalar().GetValue())
+		out[rr] = v
+	}
+	return out
 }
 
 func (c *core) unreservedQ(a *agent, r resources.Resources) qv {
@@ -282,6 +305,7 @@ func (c *core) removeAgent(id string) bool {
 		c.untrackRevocable(a, c.frameworks[x.fw], x.role, x.res)
 	}
 	a.dropFilters()
+	delete(c.resvAgents, a)
 	for _, f := range c.frameworks {
 		if !f.known && f.nalloc == 0 {
 			c.forgetFramework(f.id)

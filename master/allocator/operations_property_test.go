@@ -27,7 +27,10 @@ import (
 //   - a refused one changes nothing at all;
 //   - the books balance after every step (checkInternal, including the
 //     cached quantities of allocation entries);
-//   - every offer holds only resources its role may be offered.
+//   - every offer holds only resources its role may be offered;
+//   - each role's quota consumption is, as a naive sum says, every
+//     reservation to its subtree plus the unreserved resources allocated
+//     to its subtree.
 func TestPropertyUpdateAllocationConserves(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		c := newCore(Options{Interval: time.Second})
@@ -52,6 +55,11 @@ func TestPropertyUpdateAllocationConserves(t *testing.T) {
 			id := fmt.Sprintf("f%d", i)
 			fws[id] = role
 			c.addFramework(id, &mesos.FrameworkInfo{Role: proto.String(role)}, nil, true, nil)
+		}
+		if rapid.Bool().Draw(t, "quota") {
+			// The quota stage runs and allocates reserved and unreserved
+			// resources; consumption is checked after every step.
+			c.updateQuota("db", Quota{Guarantees: map[string]float64{"cpus": float64(rapid.IntRange(1, 6).Draw(t, "guarantee"))}})
 		}
 		// outstanding[fw][agent]: what fw was offered (single-role frameworks:
 		// no allocation info).
@@ -124,6 +132,7 @@ func TestPropertyUpdateAllocationConserves(t *testing.T) {
 				}
 			}
 			checkInternal(t, c)
+			checkConsumption(t, c)
 			for id, r := range total {
 				if !sameVec(c.names.vecOf(r), c.agents[id].totalQ) {
 					t.Fatalf("agent %s: quantities %v, added with %v", id, c.agents[id].totalQ, c.names.vecOf(r))
@@ -245,5 +254,38 @@ func TestUpdateAllocationIgnoresUnknown(t *testing.T) {
 	c.updateAllocation("gone", "nowhere", resources.MustParse("cpus:1"), resources.MustParse("cpus(r):1"))
 	if c.updatesRejected != 0 || !c.agents["a1"].total.Equal(resources.MustParse("cpus:1;mem:64")) {
 		t.Fatalf("unknown IDs: rejected %d, total %s", c.updatesRejected, c.agents["a1"].total)
+	}
+}
+
+// checkConsumption compares the quota consumption of every role with a
+// naive sum over the agents (Mesos 1.9+: reservations of the subtree,
+// allocated or not, plus unreserved allocations of the subtree).
+func checkConsumption(t *rapid.T, c *core) {
+	qr := c.newQuotaRun(c.agentList)
+	for _, rn := range []string{"db", "db/web", "other", "eng"} {
+		want := map[string]float64{}
+		for _, a := range c.agents {
+			for _, p := range a.total.Proto() {
+				if isReserved(p) && inSubtree(reservationRole(p), rn) {
+					want[p.GetName()] += p.GetScalar().GetValue()
+				}
+			}
+			for _, x := range a.alloc {
+				if inSubtree(x.role, rn) {
+					for name, v := range x.res.Unreserved().Quantities() {
+						want[name] += v
+					}
+				}
+			}
+		}
+		got := c.names.mapOf(qr.consumption(rn))
+		for name := range want {
+			if want[name] == 0 {
+				delete(want, name)
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("role %s consumes %v, naive sum %v", rn, got, want)
+		}
 	}
 }
