@@ -14,7 +14,7 @@ import (
 
 // TestPropertyUpdateAllocationConserves: offers are converted by random
 // operations (reserve to a role or refine to a sub-role, unreserve,
-// create and destroy volumes, and bogus conversions that create or lose
+// create, destroy, grow and shrink volumes, and bogus conversions that create or lose
 // resources or name resources not held), declined, accepted and
 // re-offered. Against a naive oracle of each agent's total (plain
 // resources arithmetic on the conversions the allocator accepted):
@@ -146,7 +146,15 @@ func TestPropertyUpdateAllocationConserves(t *testing.T) {
 // valid ones convert part of it in place; invalid ones do not conserve
 // quantities or name what is not held.
 func drawConversion(t *rapid.T, offer resources.Resources, role string) (from, to resources.Resources, valid bool) {
-	switch rapid.IntRange(0, 6).Draw(t, "kind") {
+	switch rapid.IntRange(0, 8).Draw(t, "kind") {
+	case 7, 8: // GROW_VOLUME or SHRINK_VOLUME of some volume
+		for _, p := range offer.Proto() {
+			if id := p.GetDisk().GetPersistence().GetId(); id != "" {
+				from, to = resize(offer, id, float64(32*rapid.IntRange(1, 4).Draw(t, "by")), rapid.Bool().Draw(t, "grow"))
+				return from, to, true
+			}
+		}
+		return from, to, true
 	case 0, 1: // RESERVE some unreserved scalars to role (or refine to it)
 		part := intersect(offer.Filter(func(p *mesos.Resource) bool { return reservationRole(p) != role && p.GetDisk() == nil }),
 			resources.MustParse(fmt.Sprintf("cpus:%d;mem:%d;disk:%d", rapid.IntRange(1, 2).Draw(t, "c"), 64*rapid.IntRange(1, 2).Draw(t, "m"), 128)))
