@@ -67,6 +67,9 @@ type core struct {
 	recBufs  [2][]recovered // recoverResources' buffers
 
 	revokingQ qv // sum of all agents' pending revocations
+	// Offers to rescind because their resources left an agent's total
+	// (fitAllocations), asked in the next run's result.
+	pendingRescinds []request
 
 	metrics runMetrics
 	// UpdateAllocation calls refused as inconsistent (metric), and why

@@ -337,6 +337,7 @@ func (c *core) updateAgent(id string, info *mesos.AgentInfo, total resources.Res
 		a.info = info
 	}
 	c.setTotal(a, total.NonRevocable())
+	c.fitAllocations(a)
 	free := a.total
 	for _, x := range a.alloc {
 		free = free.Subtract(x.res)
@@ -345,6 +346,35 @@ func (c *core) updateAgent(id string, info *mesos.AgentInfo, total resources.Res
 	a.setFree(c.names.vecOf(free), c.unreservedQ(a, free))
 	c.refreshCand(a)
 	return true
+}
+
+// fitAllocations trims a's allocations to what its total still holds.
+// The master changes an agent's total only with resources it believes
+// free (an operator's operation on unallocated resources, after
+// rescinding its offers), but an offer the allocator made may still be on
+// its way to the master, holding resources in their old form; and an agent
+// may re-register smaller than what runs on it. What no longer exists
+// stops counting as allocated (so the books balance and nothing is freed
+// twice: when the master hands the old form back, only what is still held
+// is recovered), and the master is asked to rescind that framework's
+// offers on the agent (Options.Rescind), which may hold the old form.
+func (c *core) fitAllocations(a *agent) {
+	left := a.total
+	for _, x := range a.alloc.sorted() {
+		fit := x.res
+		if !left.Contains(x.res) {
+			fit = intersect(left, x.res)
+		}
+		left = left.Subtract(fit)
+		if fit.Equal(x.res) {
+			continue
+		}
+		excess := x.res.Subtract(fit)
+		if f := c.frameworks[x.fw]; f != nil {
+			c.untrack(a, f, x.role, excess)
+		}
+		c.pendingRescinds = append(c.pendingRescinds, request{framework: x.fw, agent: a.id, res: excess})
+	}
 }
 
 func (c *core) updateOversubscribed(id string, oversub resources.Resources) bool {

@@ -26,7 +26,9 @@ import (
 //     framework's allocation hold to instead of from;
 //   - a refused one changes nothing at all;
 //   - the books balance after every step (checkInternal, including the
-//     cached quantities of allocation entries);
+//     cached quantities of allocation entries), also when an agent's
+//     total changes under offers (UpdateAgent: what it no longer holds
+//     stops counting and those offers are rescinded);
 //   - every offer holds only resources its role may be offered;
 //   - each role's quota consumption is, as a naive sum says, every
 //     reservation to its subtree plus the unreserved resources allocated
@@ -66,7 +68,7 @@ func TestPropertyUpdateAllocationConserves(t *testing.T) {
 		outstanding := map[string]map[string]resources.Resources{}
 		steps := rapid.IntRange(1, 80).Draw(t, "steps")
 		for step := 0; step < steps; step++ {
-			switch rapid.IntRange(0, 5).Draw(t, "op") {
+			switch rapid.IntRange(0, 7).Draw(t, "op") {
 			case 0, 1:
 				res := c.allocate(now)
 				for fw, byRole := range res.offers {
@@ -95,7 +97,37 @@ func TestPropertyUpdateAllocationConserves(t *testing.T) {
 				delete(outstanding[fw], agent)
 			case 3:
 				now = now.Add(time.Second)
-			default: // an operation on an outstanding offer
+			case 6: // the agent's total changes (operator RESERVE on what the
+				// master believes free, or a re-registration with other
+				// resources), possibly under offers the master has
+				agent := fmt.Sprintf("a%d", rapid.IntRange(0, nAgents-1).Draw(t, "agent"))
+				a := c.agents[agent]
+				var next resources.Resources
+				if rapid.Bool().Draw(t, "reregister") {
+					next = resources.MustParse(fmt.Sprintf("cpus:%d;mem:%d;disk:%d;ports:[31000-31009]", rapid.IntRange(1, 8).Draw(t, "cpus"),
+						128*rapid.IntRange(1, 8).Draw(t, "mem"), 256*rapid.IntRange(1, 8).Draw(t, "disk")))
+				} else {
+					// Part of the unreserved total, whether the allocator
+					// has it free or not (an offer on its way).
+					part := intersect(a.total.Unreserved(), resources.MustParse("cpus:1;mem:64"))
+					to, err := part.PushReservation(dynamic(rapid.SampledFrom([]string{"db", "db/web", "other"}).Draw(t, "rrole")))
+					if err != nil {
+						t.Fatal(err)
+					}
+					next = a.total.Subtract(part).Add(to)
+				}
+				totalQ = totalQ.sub(c.names.vecOf(total[agent])).add(c.names.vecOf(next))
+				total[agent] = next
+				c.updateAgent(agent, nil, next)
+				// The master rescinds the offers the allocator asks for.
+				for _, rq := range c.pendingRescinds {
+					if r, ok := outstanding[rq.framework][rq.agent]; ok {
+						c.recoverResources(rq.framework, rq.agent, r, nil, now)
+						delete(outstanding[rq.framework], rq.agent)
+					}
+				}
+				c.pendingRescinds = nil
+			default: // an operation on an outstanding offer (4, 5, 7)
 				fw, agent, ok := pickHeld(t, outstanding)
 				if !ok {
 					continue
