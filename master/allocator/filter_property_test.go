@@ -18,7 +18,8 @@ import (
 // synchronous allocator (Sync, with a fake clock): agents and frameworks
 // come and go, frameworks decline with filters of various lengths,
 // accept part of an offer, finish tasks, suppress, revive, deactivate and
-// reactivate, time advances, and allocation runs happen. A naive oracle
+// reactivate, change roles, quotas come and go, revocable estimates grow
+// and shrink, time advances, and allocation runs happen. A naive oracle
 // keeps, with plain maps, every offer filter in force and which
 // frameworks and roles may be offered; every offer of every run is
 // checked against it:
@@ -49,6 +50,7 @@ func TestPropertyFiltersAndSuppression(t *testing.T) {
 			"revive":          fm.revive,
 			"advance":         fm.advance,
 			"oversubscribe":   fm.oversubscribe,
+			"quota":           fm.quota,
 			"allocate":        fm.allocate,
 		}
 		names := sortedKeys(actions)
@@ -319,6 +321,21 @@ func (fm *filterMachine) noteFilter(k fmKey, r resources.Resources, f *mesos.Fil
 			fm.filters[fmFKey{k, rev}] = fmFilter{until: fm.now().Add(d), refused: scalarQuantities(part)}
 		}
 	}
+}
+
+// quota sets or clears a role's guarantee or limit, so that runs go
+// through the quota stage (whose offers must respect filters and
+// suppression too).
+func (fm *filterMachine) quota(t *rapid.T) {
+	role := rapid.SampledFrom(fmRoles).Draw(t, "quotaRole")
+	var q Quota
+	switch rapid.IntRange(0, 2).Draw(t, "quotaKind") {
+	case 0:
+		q.Guarantees = map[string]float64{"cpus": float64(rapid.IntRange(1, 4).Draw(t, "guarantee"))}
+	case 1:
+		q.Limits = map[string]float64{"cpus": float64(rapid.IntRange(0, 4).Draw(t, "limit"))}
+	}
+	fm.s.UpdateQuota(role, q)
 }
 
 // oversubscribe sets an agent's revocable estimate (UpdateOversubscribed),
