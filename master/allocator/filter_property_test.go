@@ -28,10 +28,15 @@ import (
 //     to the role, or suppressed in it;
 //   - no offer to (framework, role) of an agent it holds a live filter on
 //     when what is offered is covered by what it refused (Mesos filters
-//     by quantities: an offer larger than the refusal gets through).
+//     by quantities: an offer larger than the refusal gets through);
+//     regular and revocable resources each against their own filter;
+//   - revocable resources only to REVOCABLE_RESOURCES frameworks, and
+//     nothing reserved to another role.
 //
-// Issue 11 §2 (filters lost after framework churn) fails here: see the
-// commit that fixed addFilter.
+// After every step the allocator's books and cached summaries are
+// checked too (checkInternal). Issue 11 §2 (filters lost after
+// framework churn) failed here within seconds before the fix in
+// addFilter; testdata/filters_churn.txt replays the issue's own steps.
 func TestPropertyFiltersAndSuppression(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		fm := newFilterMachine(t)
