@@ -155,7 +155,7 @@ func New(cfg Config) (*Agent, error) {
 		}
 		return nil, err
 	}
-	a.http = httpapi.New(backend{a}, a.files, a.log)
+	a.http = httpapi.New(backend{a}, a.files, a.log, cfg.Logging)
 	return a, nil
 }
 

@@ -213,6 +213,7 @@ func (a *Agent) stateView() *httpapi.StateView {
 		ID:           a.agentID,
 		PID:          a.pid(),
 		Hostname:     a.cfg.Hostname,
+		Port:         a.cfg.Port,
 		Resources:    a.total.Proto(),
 		Attributes:   a.attributes,
 		Flags:        a.flags(),
@@ -247,9 +248,10 @@ func executorView(e *executor) httpapi.ExecutorView {
 		t := e.tasks[id]
 		switch {
 		case t.terminal:
-			ev.CompletedTasks = append(ev.CompletedTasks, proto.Clone(t.t).(*mesos.Task))
+			ev.TerminatedTasks = append(ev.TerminatedTasks, proto.Clone(t.t).(*mesos.Task))
 		case t.queued:
 			ev.QueuedTasks = append(ev.QueuedTasks, t.info)
+			ev.Queued = append(ev.Queued, proto.Clone(t.t).(*mesos.Task))
 		default:
 			ev.Tasks = append(ev.Tasks, proto.Clone(t.t).(*mesos.Task))
 		}

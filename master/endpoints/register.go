@@ -8,6 +8,7 @@ import (
 
 	"mezzo/api/masterpb"
 	"mezzo/internal/clock"
+	"mezzo/internal/loglevel"
 	"mezzo/master"
 )
 
@@ -42,6 +43,8 @@ type Options struct {
 	Clock clock.Clock
 	// HeartbeatInterval overrides DefaultHeartbeatInterval (tests).
 	HeartbeatInterval time.Duration
+	// Logging backs GET_/SET_LOGGING_LEVEL; nil leaves the level fixed.
+	Logging *loglevel.Control
 }
 
 // Register installs every endpoint on mux. Routes exist both with and
@@ -79,6 +82,7 @@ type handlers struct {
 	log       *slog.Logger
 	clock     clock.Clock
 	heartbeat time.Duration
+	logging   *loglevel.Control
 }
 
 func newHandlers(src Source, opts Options) *handlers {
@@ -88,6 +92,7 @@ func newHandlers(src Source, opts Options) *handlers {
 		log:       opts.Logger,
 		clock:     opts.Clock,
 		heartbeat: opts.HeartbeatInterval,
+		logging:   opts.Logging,
 	}
 	if h.version == "" {
 		h.version = buildInfo().Version

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"mezzo/internal/loglevel"
 	"mezzo/internal/version"
 	"mezzo/master"
 	"mezzo/master/endpoints"
@@ -36,6 +37,9 @@ type Options struct {
 	// heap, goroutines). Off by default: they reveal internals and a CPU
 	// profile costs the master while it runs.
 	Profiling bool
+	// Logging backs the operator calls GET_/SET_LOGGING_LEVEL; nil leaves
+	// the level fixed (SET answers 501).
+	Logging *loglevel.Control
 }
 
 // agentPath is the endpoint of mezzo's agent protocol (agentwire.Path on
@@ -79,6 +83,7 @@ func New(m *master.Master, opts Options) http.Handler {
 		Logger:            s.log,
 		Clock:             cfg.Clock,
 		HeartbeatInterval: cfg.HeartbeatInterval,
+		Logging:           opts.Logging,
 	})
 	if opts.Profiling {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
