@@ -13,6 +13,7 @@ import (
 	"mezzo/api/mesos"
 	"mezzo/api/protocol"
 	"mezzo/internal/stout"
+	"mezzo/internal/sysmetrics"
 	"mezzo/internal/version"
 
 	"google.golang.org/protobuf/proto"
@@ -54,6 +55,10 @@ func (b backend) Metrics() (map[string]float64, error) {
 	var m map[string]float64
 	if err := b.a.query(func() { m = b.a.metricsSnapshot() }); err != nil {
 		return nil, errStopping
+	}
+	// The host's system/* metrics are read here, off the agent's loop.
+	for k, v := range sysmetrics.Read() {
+		m[k] = v
 	}
 	return m, nil
 }

@@ -200,7 +200,11 @@ func startMaster(ctx context.Context, f *masterFlags, fs *flag.FlagSet, ln net.L
 	if reg != nil {
 		wait = max(4**f.raftTimeout, 2*time.Second)
 	}
-	srv := newServer(httpapi.New(m, httpapi.Options{Logger: log, Logging: f.logging, LeaderWait: wait, UI: webui.Handler(), Profiling: f.profiling}))
+	opts := httpapi.Options{Logger: log, Logging: f.logging, LeaderWait: wait, UI: webui.Handler(), Profiling: f.profiling}
+	if reg != nil {
+		opts.ExtraMetrics = reg.reg.Metrics
+	}
+	srv := newServer(httpapi.New(m, opts))
 	r := &runningMaster{m: m, srv: srv, ln: ln, reg: reg, done: make(chan error, 1), fatal: fatal}
 	go func() {
 		err := serve(ctx, srv, ln)

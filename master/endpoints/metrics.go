@@ -10,6 +10,7 @@ import (
 
 	"mezzo/api/mesos"
 	"mezzo/internal/stout"
+	"mezzo/internal/sysmetrics"
 	"mezzo/master"
 	"mezzo/resources"
 )
@@ -115,11 +116,20 @@ var allocatorCounters = []string{"allocator/mesos/allocation_runs"}
 
 // metrics is Metrics merged with the allocator's metrics when the Source
 // reports them (AllocatorMetricser): allocation runs and run times with
-// percentiles, per-role dominant shares, offer filters and quota.
+// percentiles, per-role dominant shares, offer filters and quota; with the
+// host's system/* metrics; and with Options.ExtraMetrics (the registrar's).
 func (h *handlers) metrics(s *master.Snapshot) map[string]float64 {
 	m := Metrics(s, h.clock.Now())
 	if am, ok := h.src.(AllocatorMetricser); ok {
 		for k, v := range am.AllocatorMetrics() {
+			m[k] = v
+		}
+	}
+	for k, v := range sysmetrics.Read() {
+		m[k] = v
+	}
+	if h.extra != nil {
+		for k, v := range h.extra() {
 			m[k] = v
 		}
 	}

@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"math"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"mezzo/internal/clock"
 )
 
 // mesosMasterGauges are the keys Mesos's master always reports
@@ -122,5 +125,27 @@ func TestPrometheusName(t *testing.T) {
 		if got := PrometheusName(in); got != want {
 			t.Errorf("PrometheusName(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// The master's snapshot carries the host's system/* metrics and whatever
+// Options.ExtraMetrics reports (the registrar's registrar/*).
+func TestMetricsSystemAndExtra(t *testing.T) {
+	mux := http.NewServeMux()
+	Register(mux, newFakeSource(testSnapshot()), Options{Version: "1.12.0", Clock: clock.NewFake(testNow),
+		ExtraMetrics: func() map[string]float64 { return map[string]float64{"registrar/queued_operations": 3} }})
+	w := do(mux, httptest.NewRequest(http.MethodGet, "/metrics/snapshot", nil))
+	var m map[string]float64
+	if err := json.Unmarshal(w.Body.Bytes(), &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"system/cpus_total", "system/load_1min", "system/load_5min", "system/load_15min",
+		"system/mem_total_bytes", "system/mem_free_bytes"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("missing %s", k)
+		}
+	}
+	if m["system/cpus_total"] < 1 || m["registrar/queued_operations"] != 3 {
+		t.Errorf("cpus %v, registrar/queued_operations %v", m["system/cpus_total"], m["registrar/queued_operations"])
 	}
 }

@@ -45,6 +45,10 @@ type Options struct {
 	HeartbeatInterval time.Duration
 	// Logging backs GET_/SET_LOGGING_LEVEL; nil leaves the level fixed.
 	Logging *loglevel.Control
+	// ExtraMetrics adds metrics kept outside the master's loop to
+	// /metrics/snapshot, /metrics and GET_METRICS (the registrar's
+	// registrar/*); nil adds none.
+	ExtraMetrics func() map[string]float64
 }
 
 // Register installs every endpoint on mux. Routes exist both with and
@@ -83,6 +87,7 @@ type handlers struct {
 	clock     clock.Clock
 	heartbeat time.Duration
 	logging   *loglevel.Control
+	extra     func() map[string]float64
 }
 
 func newHandlers(src Source, opts Options) *handlers {
@@ -93,6 +98,7 @@ func newHandlers(src Source, opts Options) *handlers {
 		clock:     opts.Clock,
 		heartbeat: opts.HeartbeatInterval,
 		logging:   opts.Logging,
+		extra:     opts.ExtraMetrics,
 	}
 	if h.version == "" {
 		h.version = buildInfo().Version

@@ -40,6 +40,9 @@ type Options struct {
 	// Logging backs the operator calls GET_/SET_LOGGING_LEVEL; nil leaves
 	// the level fixed (SET answers 501).
 	Logging *loglevel.Control
+	// ExtraMetrics adds metrics kept outside the master (the registrar's)
+	// to the metrics endpoints; nil adds none.
+	ExtraMetrics func() map[string]float64
 }
 
 // agentPath is the endpoint of mezzo's agent protocol (agentwire.Path on
@@ -84,6 +87,7 @@ func New(m *master.Master, opts Options) http.Handler {
 		Clock:             cfg.Clock,
 		HeartbeatInterval: cfg.HeartbeatInterval,
 		Logging:           opts.Logging,
+		ExtraMetrics:      opts.ExtraMetrics,
 	})
 	if opts.Profiling {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
