@@ -40,6 +40,9 @@ func Metrics(s *master.Snapshot, now time.Time) map[string]float64 {
 	for _, k := range TerminalTaskCounters {
 		m[k] = 0
 	}
+	for _, k := range master.MessageCounters {
+		m[k] = 0
+	}
 	for k, v := range s.Counters {
 		m[k] = v
 	}
@@ -96,6 +99,9 @@ func Metrics(s *master.Snapshot, now time.Time) map[string]float64 {
 	m["master/tasks_running"] = live[mesos.TaskState_TASK_RUNNING]
 	m["master/tasks_killing"] = live[mesos.TaskState_TASK_KILLING]
 	m["master/tasks_unreachable"] = unreachable
+	for k, v := range frameworkMetrics(s) {
+		m[k] = v
+	}
 
 	var total, used []*mesos.Resource
 	for _, a := range s.Agents {
@@ -195,6 +201,15 @@ func (h *handlers) prometheus(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, k := range allocatorCounters {
 		counters[k] = true
+	}
+	for _, k := range master.MessageCounters {
+		counters[k] = true
+	}
+	for _, f := range s.Frameworks {
+		prefix := FrameworkMetricPrefix(f.Info)
+		for _, k := range frameworkCounterKeys() {
+			counters[prefix+k] = true
+		}
 	}
 	var buf bytes.Buffer
 	emitted := make(map[string]bool, len(names))

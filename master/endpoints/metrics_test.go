@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
+	"mezzo/api/mesos"
 	"mezzo/internal/clock"
 )
 
@@ -147,5 +150,48 @@ func TestMetricsSystemAndExtra(t *testing.T) {
 	}
 	if m["system/cpus_total"] < 1 || m["registrar/queued_operations"] != 3 {
 		t.Errorf("cpus %v, registrar/queued_operations %v", m["system/cpus_total"], m["registrar/queued_operations"])
+	}
+}
+
+// Per-framework metrics appear under master/frameworks/<encoded name>/<id>/
+// with every counter Mesos creates (0 until it moves), the subscribed gauge
+// and the active task gauges; message counters read 0 before any call.
+func TestFrameworkMetrics(t *testing.T) {
+	s := testSnapshot()
+	fw := s.Frameworks[0]
+	fw.Info = proto.Clone(fw.Info).(*mesos.FrameworkInfo)
+	fw.Info.Name = proto.String("web fw/1")
+	fw.Metrics = map[string]float64{"calls/accept": 3, "calls": 3, "offers/sent": 7}
+	m := Metrics(s, testNow)
+	p := "master/frameworks/web%20fw%2F1/m1-0000/"
+	want := map[string]float64{
+		p + "calls": 3, p + "calls/accept": 3, p + "calls/decline": 0, p + "offers/sent": 7, p + "offers/rescinded": 0,
+		p + "events/update": 0, p + "operations/reserve": 0, p + "tasks/terminal/task_finished": 0,
+		p + "tasks/active/task_running": 1, p + "tasks/active/task_staging": 0, p + "subscribed": 1,
+		"master/messages_launch_tasks": 0, "master/dropped_messages": 0, "master/messages_reregister_slave": 0,
+	}
+	for k, v := range want {
+		got, ok := m[k]
+		if !ok || got != v {
+			t.Errorf("%s = %v (present %v), want %v", k, got, ok, v)
+		}
+	}
+	if _, ok := m[p+"calls/unknown"]; ok {
+		t.Error("calls/unknown reported")
+	}
+}
+
+func TestEncodeName(t *testing.T) {
+	for in, want := range map[string]string{
+		"marathon":   "marathon",
+		"my fw/1":    "my%20fw%2F1",
+		"a:b@c?d=e":  "a%3Ab%40c%3Fd%3De",
+		"ok-._!()*'": "ok-._!()*'",
+		"tab\there":  "tab%09here",
+		"é":          "%C3%A9",
+	} {
+		if got := encodeName(in); got != want {
+			t.Errorf("encodeName(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

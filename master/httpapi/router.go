@@ -87,7 +87,15 @@ func New(m *master.Master, opts Options) http.Handler {
 		Clock:             cfg.Clock,
 		HeartbeatInterval: cfg.HeartbeatInterval,
 		Logging:           opts.Logging,
-		ExtraMetrics:      opts.ExtraMetrics,
+		ExtraMetrics: func() map[string]float64 {
+			out := m.EventQueueMetrics()
+			if opts.ExtraMetrics != nil {
+				for k, v := range opts.ExtraMetrics() {
+					out[k] = v
+				}
+			}
+			return out
+		},
 	})
 	if opts.Profiling {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
