@@ -19,6 +19,7 @@ import (
 
 	"mezzo/api/executorpb"
 	"mezzo/internal/loglevel"
+	"mezzo/internal/opapi"
 )
 
 // Backend is what the agent provides to the HTTP layer. Every method may be
@@ -98,7 +99,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case strings.HasPrefix(path, "/files/") && h.files != nil:
 		h.files.ServeHTTP(w, r)
 	default:
-		http.NotFound(w, r)
+		opapi.NoEndpoint(w, r, "agent")
 	}
 }
 

@@ -217,8 +217,8 @@ func TestRoutesAndJSONP(t *testing.T) {
 	if w := get("/slave(1)/health"); w.Code != 200 {
 		t.Errorf("health: %d", w.Code)
 	}
-	if w := get("/nope"); w.Code != 404 {
-		t.Errorf("unknown path: %d", w.Code)
+	if w := get("/nope"); w.Code != 404 || w.Body.String() != "No endpoint '/nope' on this agent\n" {
+		t.Errorf("unknown path: %d %q", w.Code, w.Body)
 	}
 	if w := get("/slave(1)/api/v1/executor"); w.Code != 405 {
 		t.Errorf("GET executor API: %d", w.Code)

@@ -106,3 +106,9 @@ func WriteText(w http.ResponseWriter, status int, msg string) {
 	w.WriteHeader(status)
 	w.Write([]byte(msg))
 }
+
+// NoEndpoint answers 404 for a path no endpoint serves, naming the path and
+// the process (Go's default body, "404 page not found", says neither).
+func NoEndpoint(w http.ResponseWriter, r *http.Request, process string) {
+	WriteText(w, http.StatusNotFound, "No endpoint '"+r.URL.Path+"' on this "+process+"\n")
+}

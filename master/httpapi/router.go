@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"mezzo/internal/loglevel"
+	"mezzo/internal/opapi"
 	"mezzo/internal/version"
 	"mezzo/master"
 	"mezzo/master/endpoints"
@@ -79,8 +80,8 @@ func New(m *master.Master, opts Options) http.Handler {
 	mux.HandleFunc("/master/version", s.version)
 	mux.HandleFunc("/redirect", s.redirect)
 	mux.HandleFunc("/master/redirect", s.redirect)
-	mux.HandleFunc("/redirect/", http.NotFound)
-	mux.HandleFunc("/master/redirect/", http.NotFound)
+	mux.HandleFunc("/redirect/", noEndpoint)
+	mux.HandleFunc("/master/redirect/", noEndpoint)
 	endpoints.Register(mux, m, endpoints.Options{
 		Version:           cfg.Version,
 		Logger:            s.log,
@@ -106,6 +107,8 @@ func New(m *master.Master, opts Options) http.Handler {
 	}
 	if opts.UI != nil {
 		mux.Handle("/", opts.UI)
+	} else {
+		mux.HandleFunc("/", noEndpoint)
 	}
 	// The agent protocol skips the mux: after a failover every agent
 	// subscribes at once, and the mux's route matching was where each
@@ -119,6 +122,9 @@ func New(m *master.Master, opts Options) http.Handler {
 		mux.ServeHTTP(w, r)
 	})
 }
+
+// noEndpoint answers 404 naming the path nothing serves.
+func noEndpoint(w http.ResponseWriter, r *http.Request) { opapi.NoEndpoint(w, r, "master") }
 
 // health answers 200 with an empty body, as Mesos's /health does.
 func health(w http.ResponseWriter, r *http.Request) {
