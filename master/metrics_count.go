@@ -157,13 +157,16 @@ func (s *state) countFramework(fw *framework, key string, n ...int) {
 	s.dirty = true
 }
 
-// countEvent counts an event sent to fw (events, events/<type>, and
-// offers/sent per offer).
+// countEvent counts an event sent to fw (events, events/<type>,
+// offers/sent per offer, offers/rescinded per RESCIND).
 func (s *state) countEvent(fw *framework, ev *schedulerpb.Event) {
 	s.countFramework(fw, "events")
 	s.countFramework(fw, "events/"+strings.ToLower(ev.GetType().String()))
-	if ev.GetType() == schedulerpb.Event_OFFERS {
+	switch ev.GetType() {
+	case schedulerpb.Event_OFFERS:
 		s.countFramework(fw, "offers/sent", len(ev.GetOffers().GetOffers()))
+	case schedulerpb.Event_RESCIND:
+		s.countFramework(fw, "offers/rescinded")
 	}
 }
 

@@ -62,6 +62,12 @@ func TestMessageAndFrameworkCounters(t *testing.T) {
 	if c("master/messages_decline_offers") != 1 || fm("offers/declined") != 1 {
 		t.Errorf("decline: %v %v", c("master/messages_decline_offers"), fm("offers/declined"))
 	}
+	o = h.offer(f, a, "*", "cpus:1")
+	h.s.rescindOffer(h.s.offers[o.GetId().GetValue()], true)
+	h.settle()
+	if fm("offers/rescinded") != 1 || fm("events/rescind") != 1 {
+		t.Errorf("rescind: offers/rescinded %v, events/rescind %v", fm("offers/rescinded"), fm("events/rescind"))
+	}
 	f.mustCall(&schedulerpb.Call{Type: schedulerpb.Call_REVIVE.Enum()})
 	f.mustCall(&schedulerpb.Call{Type: schedulerpb.Call_SUPPRESS.Enum()})
 	f.mustCall(&schedulerpb.Call{Type: schedulerpb.Call_RECONCILE.Enum(), Reconcile: &schedulerpb.Call_Reconcile{}})
