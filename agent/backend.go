@@ -363,6 +363,8 @@ func (a *Agent) metricsSnapshot() map[string]float64 {
 	m["slave/executors_preempted"] = 0
 	m["slave/valid_status_updates"] = float64(c.validUpdates)
 	m["slave/invalid_status_updates"] = float64(c.invalidUpdates)
+	m["slave/valid_framework_messages"] = float64(c.validFrameworkMessages)
+	m["slave/invalid_framework_messages"] = float64(c.invalidFrameworkMessages)
 	m["slave/container_launch_errors"] = float64(c.containerLaunchErrors)
 	m["containerizer/mesos/container_destroy_errors"] = float64(c.containerDestroyErrors)
 	m["containerizer/fetcher/task_fetches_succeeded"] = float64(c.fetchesSucceeded)
