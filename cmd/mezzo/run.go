@@ -19,7 +19,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	resources := fs.String("resources", "cpus:0.1;mem:32", "resources for the task, Mesos syntax")
 	name := fs.String("name", "mezzo-run", "framework and task name")
 	role := fs.String("role", "*", "role the framework subscribes with; resources reserved to it are used too")
-	taskFile := fs.String("task", "", "a file holding the TaskInfo to launch, in JSON (as mesos-execute --task); replaces -- CMD, --resources and --shell")
+	taskFile := fs.String("task", "", "the TaskInfo to launch, in JSON: a file's path (or file:///path) or the JSON itself, as mesos-execute --task; replaces -- CMD, --resources and --shell")
 	shell := fs.Bool("shell", false, "run the command through /bin/sh -c (one argument)")
 	checkpoint := fs.Bool("checkpoint", false, "run under a checkpointing framework (survives agent restarts)")
 	timeout := durationFlag(fs, "timeout", 0, "give up after this long (0: never)")

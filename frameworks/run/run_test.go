@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -534,5 +536,31 @@ func TestParseTaskErrors(t *testing.T) {
 	task, err := run.ParseTask([]byte(minimalTask))
 	if err != nil || task.Name != nil || task.TaskId != nil || task.AgentId != nil {
 		t.Errorf("minimal task = %v, %v", task, err)
+	}
+}
+
+// LoadTask takes what mesos-execute --task takes: a path, a file:// URL or
+// the JSON itself.
+func TestLoadTask(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "task.json")
+	if err := os.WriteFile(path, []byte(minimalTask), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{path, "file://" + path, minimalTask, "  " + minimalTask} {
+		task, err := run.LoadTask(v)
+		if err != nil || task.GetCommand().GetValue() != "true" {
+			t.Errorf("LoadTask(%q) = %v, %v", v, task, err)
+		}
+	}
+	if _, err := run.LoadTask(filepath.Join(dir, "missing.json")); err == nil || !strings.Contains(err.Error(), "missing.json") {
+		t.Errorf("missing file: %v", err)
+	}
+	bad := filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(bad, []byte(`{"command":{"value":"x"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run.LoadTask(bad); err == nil || !strings.Contains(err.Error(), bad+": 'resources' is missing") {
+		t.Errorf("bad file: %v", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"google.golang.org/protobuf/reflect/protoreflect"
 
@@ -14,10 +15,15 @@ import (
 	"mezzo/resources"
 )
 
-// LoadTask reads a TaskInfo in Mesos's JSON mapping from path, as
-// mesos-execute --task takes one: ParseTask's rules, errors prefixed with
-// the file's name.
-func LoadTask(path string) (*mesos.TaskInfo, error) {
+// LoadTask reads a TaskInfo in Mesos's JSON mapping as mesos-execute's
+// --task value gives it: the JSON itself (a value starting with '{'), or a
+// file's path, plain or as file:///path. ParseTask's rules apply; a file's
+// errors are prefixed with its name.
+func LoadTask(value string) (*mesos.TaskInfo, error) {
+	if strings.HasPrefix(strings.TrimSpace(value), "{") {
+		return ParseTask([]byte(value))
+	}
+	path := strings.TrimPrefix(value, "file://")
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
