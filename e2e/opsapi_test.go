@@ -202,6 +202,17 @@ func TestOperatorAPIOfARealCluster(t *testing.T) {
 			t.Errorf("master %s = %v, want >= 1", k, mm[k])
 		}
 	}
+	for _, k := range []string{"master/event_queue_messages", "master/event_queue_dispatches", "master/event_queue_http_requests",
+		"master/dropped_messages", "system/load_1min", "registrar/queued_operations", "registrar/registry_size_bytes"} {
+		if _, ok := mm[k]; !ok {
+			t.Errorf("master metrics lack %s", k)
+		}
+	}
+	for _, k := range []string{"slave/valid_framework_messages", "system/load_15min"} {
+		if _, ok := am[k]; !ok {
+			t.Errorf("agent metrics lack %s", k)
+		}
+	}
 	finished := false
 	for k, v := range mm {
 		finished = finished || strings.HasPrefix(k, "master/task_finished/source_") && v >= 1
