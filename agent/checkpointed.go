@@ -128,7 +128,7 @@ func checkpointedTotal(flags resources.Resources, set []*mesos.Resource, workDir
 		}
 		next, err := applyCheckpointed(total, one)
 		if err != nil {
-			return resources.Resources{}, resources.Resources{}, fmt.Errorf("'%s' does not fit the agent's resources: %w", one, err)
+			return resources.Resources{}, resources.Resources{}, fmt.Errorf("checkpointed '%s': %w", one, err)
 		}
 		total = next
 	}
