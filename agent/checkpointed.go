@@ -94,43 +94,26 @@ func (m metaDir) commitCheckpointedTarget() error {
 	return atomicfile.SyncDir(m.resourcesDir())
 }
 
-// needsCheckpoint tells whether r belongs in the checkpointed set: a
-// dynamic reservation (its top reservation is DYNAMIC) or a persistent
-// volume. r is in the post-refinement format.
-func needsCheckpoint(r *mesos.Resource) bool {
-	if r.GetDisk().GetPersistence() != nil {
-		return true
-	}
-	rs := r.GetReservations()
-	return len(rs) > 0 && rs[len(rs)-1].GetType() == mesos.Resource_ReservationInfo_DYNAMIC
-}
-
 // checkpointedTotal validates a set of checkpointed resources against the
-// agent's resources from its flags and returns the agent's total with the
-// set applied. Every entry must be a dynamic reservation or a persistent
-// volume with a usable directory, and the flags' resources must hold what
-// each entry reserves; the error names the first entry that fails.
+// agent's resources from its flags and returns the set and the agent's
+// total with the set applied (resources.ApplyCheckpointed). Every entry
+// must be a dynamic reservation or a persistent volume with a usable
+// directory, and the flags' resources must hold what each entry reserves;
+// the error names the first entry that fails.
 func checkpointedTotal(flags resources.Resources, set []*mesos.Resource, workDir string) (checkpoint, total resources.Resources, err error) {
 	cp, err := resources.FromProto(set)
 	if err != nil {
 		return resources.Resources{}, resources.Resources{}, fmt.Errorf("invalid checkpointed resources: %w", err)
 	}
-	total = flags
-	for _, r := range cp.Proto() {
-		one, _ := resources.New(r)
-		if !needsCheckpoint(r) {
-			return resources.Resources{}, resources.Resources{}, fmt.Errorf("'%s' is neither a dynamic reservation nor a persistent volume", one)
+	for _, r := range cp.PersistentVolumes().Proto() {
+		if _, err := volumePath(workDir, r); err != nil {
+			one, _ := resources.New(r)
+			return resources.Resources{}, resources.Resources{}, fmt.Errorf("persistent volume %s: %w", one, err)
 		}
-		if r.GetDisk().GetPersistence() != nil {
-			if _, err := volumePath(workDir, r); err != nil {
-				return resources.Resources{}, resources.Resources{}, fmt.Errorf("'%s': %w", one, err)
-			}
-		}
-		next, err := applyCheckpointed(total, one)
-		if err != nil {
-			return resources.Resources{}, resources.Resources{}, fmt.Errorf("checkpointed '%s': %w", one, err)
-		}
-		total = next
+	}
+	total, err = resources.ApplyCheckpointed(flags, cp)
+	if err != nil {
+		return resources.Resources{}, resources.Resources{}, err
 	}
 	return cp, total, nil
 }

@@ -201,13 +201,13 @@ func TestCheckpointedTotal(t *testing.T) {
 		{"empty", nil, "cpus:4;mem:1024;disk:1000", ""},
 		{"reservation and volume", []*mesos.Resource{reservedCPUs("db", 1), reservedDisk("db", 100), persistentVolume("db", "v1", "data", 200)},
 			"", ""},
-		{"too much disk", []*mesos.Resource{persistentVolume("db", "v1", "data", 2000)}, "", "does not contain 'disk:2000'"},
+		{"too much disk", []*mesos.Resource{persistentVolume("db", "v1", "data", 2000)}, "", "disk:1000 is missing"},
 		{"static reservation", func() []*mesos.Resource {
 			r := reservedCPUs("db", 1)
 			r.Reservations[0].Type = mesos.Resource_ReservationInfo_STATIC.Enum()
 			r.Reservations[0].Principal = nil
 			return []*mesos.Resource{r}
-		}(), "", "neither a dynamic reservation nor a persistent volume"},
+		}(), "", "is neither dynamically reserved nor a persistent volume"},
 		{"bad persistence id", []*mesos.Resource{persistentVolume("db", "a/b", "data", 10)}, "", "persistence id"},
 	}
 	for _, tc := range cases {
@@ -232,7 +232,7 @@ func TestCheckpointedTotal(t *testing.T) {
 		})
 	}
 	_, _, err := checkpointedTotal(flags, []*mesos.Resource{persistentVolume("db", "v1", "data", 2000)}, "/w")
-	if err == nil || !strings.Contains(err.Error(), "checkpointed 'disk(reservations: [(DYNAMIC,db,ops)])[v1,data:RW]:2000'") {
+	if err == nil || !strings.Contains(err.Error(), "checkpointed resource disk(reservations: [(DYNAMIC,db,ops)])[v1,data:RW]:2000 does not fit") {
 		t.Errorf("conflict error does not name the volume: %v", err)
 	}
 }
