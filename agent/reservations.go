@@ -196,10 +196,16 @@ func (a *Agent) volumesForRunning(e *executor, tasks []*mesos.TaskInfo) error {
 	if err != nil || len(vols) == 0 {
 		return err
 	}
-	have := volumeDirs(a.cfg.WorkDir, e.resourcesUsed())
+	// What the container already sees: each volume at each of its paths.
+	have := map[[2]string]bool{}
+	for _, r := range e.resourcesUsed() {
+		if p, err := volumePath(a.cfg.WorkDir, r); err == nil && r.GetDisk().GetVolume() != nil {
+			have[[2]string{p, r.GetDisk().GetVolume().GetContainerPath()}] = true
+		}
+	}
 	var add []containerizer.Volume
 	for _, v := range vols {
-		if have[v.HostPath] == nil {
+		if !have[[2]string{v.HostPath, v.ContainerPath}] {
 			add = append(add, v)
 		}
 	}

@@ -331,3 +331,180 @@ func TestCorruptCheckpointedResources(t *testing.T) {
 		t.Fatalf("New with a corrupt %s: %v", p, err)
 	}
 }
+
+// With --isolation=filesystem/linux each container has its own mount
+// namespace and its volumes are bind-mounted there: at a relative path in
+// the sandbox (a directory, not a link), at an absolute path over a host
+// directory that only the container sees changed, and read-only for an RO
+// volume. Needs root (mount namespaces).
+func TestVolumesBindMounted(t *testing.T) {
+	if err := checkMountNamespacesForTest(); err != nil {
+		t.Skip(err)
+	}
+	m := newFakeMaster(t)
+	ta := startTestAgent(t, m, func(c *Config) {
+		directAgent(c)
+		c.Isolation = "filesystem/linux"
+	})
+	sub := register(t, m, 1)
+	hostDir := t.TempDir()
+	rel := persistentVolume("db", "rel", "data", 10)
+	abs := persistentVolume("db", "abs", hostDir, 10)
+	ro := persistentVolume("db", "ro", "ro", 10)
+	ro.Disk.Volume.Mode = mesos.Volume_RO.Enum()
+	sub.send(checkpointResourcesEvent(1, rel, abs, ro))
+	ta.sync(t, m, sub, 1)
+	vdir := func(id string) string { return filepath.Join(ta.dir, "volumes", "roles", "db", id) }
+	os.WriteFile(filepath.Join(vdir("ro"), "seed"), []byte("seed\n"), 0o644)
+
+	fw := frameworkInfo("F1")
+	cmd := `set -e; test ! -L data; echo rel > data/f; echo abs > ` + hostDir + `/f; test "$(cat ro/seed)" = seed; ! touch ro/x 2>/dev/null`
+	sub.send(runTask(fw, volumeTask("mounts", cmd, rel, abs, ro), 1))
+	waitUpdate(t, m, sub, "mounts", mesos.TaskState_TASK_STARTING)
+	waitUpdate(t, m, sub, "mounts", mesos.TaskState_TASK_RUNNING)
+	if st := waitUpdate(t, m, sub, "mounts", mesos.TaskState_TASK_FINISHED); st == nil {
+		t.Fatal("no TASK_FINISHED")
+	}
+	if readFile(t, filepath.Join(vdir("rel"), "f")) != "rel\n" || readFile(t, filepath.Join(vdir("abs"), "f")) != "abs\n" {
+		t.Error("the volumes do not hold what the task wrote")
+	}
+	if _, err := os.Stat(filepath.Join(hostDir, "f")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the bind mount leaked to the host: %s/f: %v", hostDir, err)
+	}
+	if _, err := os.Stat(filepath.Join(vdir("ro"), "x")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the task wrote to a read-only volume: %v", err)
+	}
+
+	// An absolute path that does not exist on the host cannot be mounted
+	// over: the launch fails and says so.
+	missing := persistentVolume("db", "rel", "/nonexistent/mezzo/volume", 10)
+	sub.send(runTask(fw, volumeTask("nowhere", "true", missing), 1))
+	sub.send(ack("F1", m.waitCall(t, "nowhere starting", updateFor("nowhere", mesos.TaskState_TASK_STARTING)), 1))
+	c := m.waitCall(t, "nowhere failing", updateFor("nowhere", mesos.TaskState_TASK_FAILED))
+	if s := c.GetStatusUpdate().GetStatus(); !strings.Contains(s.GetMessage(), "must name an existing directory") {
+		t.Errorf("absolute path missing on the host: %v", s)
+	}
+}
+
+// checkMountNamespacesForTest says why this host cannot run the
+// filesystem/linux isolator.
+func checkMountNamespacesForTest() error {
+	if os.Geteuid() != 0 {
+		return errors.New("not root: no mount namespaces")
+	}
+	if _, err := os.Stat("/proc/self/ns/mnt"); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Docker command tasks get their volumes as binds: a relative container
+// path under the sandbox mount, an absolute one where it says. One task
+// writes, the next reads it back at another path.
+func TestDockerTaskVolumes(t *testing.T) {
+	workDir := t.TempDir()
+	image, docker := dockerAgentSetup(t, workDir)
+	m := newFakeMaster(t)
+	ta := startTestAgent(t, m, docker)
+	sub := register(t, m, 1)
+	rel := persistentVolume("db", "v1", "data", 10)
+	sub.send(checkpointResourcesEvent(1, rel))
+	ta.sync(t, m, sub, 1)
+	fw := frameworkInfo("F1")
+
+	writer := dockerTask("writer", image, mesos.ContainerInfo_DockerInfo_HOST, "write", "/mnt/mesos/sandbox/data/f", "from docker")
+	writer.Resources = append(writer.Resources, rel)
+	writer.Resources = allocated("db", writer.Resources...)
+	sub.send(runTask(fw, writer, 1))
+	finishes(t, m, sub, "writer")
+	if got := readFile(t, filepath.Join(workDir, "volumes", "roles", "db", "v1", "f")); got != "from docker" {
+		t.Fatalf("the volume holds %q", got)
+	}
+
+	// The reader sees the file at an absolute path (cat fails on a
+	// missing file, as the control task shows). Short containers' output
+	// may not reach the sandbox, so the exit status is the evidence.
+	abs := persistentVolume("db", "v1", "/vol", 10)
+	for _, tc := range []struct {
+		id, file string
+		state    mesos.TaskState
+	}{{"reader", "/vol/f", mesos.TaskState_TASK_FINISHED}, {"control", "/vol/missing", mesos.TaskState_TASK_FAILED}} {
+		reader := dockerTask(tc.id, image, mesos.ContainerInfo_DockerInfo_HOST, "cat", tc.file)
+		reader.Resources = allocated("db", append(reader.Resources, abs)...)
+		sub.send(runTask(fw, reader, 1))
+		waitUpdate(t, m, sub, tc.id, mesos.TaskState_TASK_STARTING)
+		waitUpdate(t, m, sub, tc.id, mesos.TaskState_TASK_RUNNING)
+		waitUpdate(t, m, sub, tc.id, tc.state)
+	}
+}
+
+// A task joining an executor whose container runs gets its volume linked
+// into the executor's sandbox; an absolute container path cannot be added
+// to a running container and fails the task with a reason.
+func TestVolumeForRunningExecutor(t *testing.T) {
+	m := newFakeMaster(t)
+	ta := startTestAgent(t, m, nil)
+	sub := register(t, m, 1)
+	vol := persistentVolume("db", "v1", "data", 10)
+	sub.send(checkpointResourcesEvent(1, vol))
+	fw := frameworkInfo("F1")
+	sub.send(runTask(fw, customTask("t1", "e1", "exec sleep 600"), 1))
+	ta.sync(t, m, sub, 1)
+	eventually(t, "container launched", func() bool { return len(ta.cz.Containers()) == 1 })
+
+	t2 := customTask("t2", "e1", "exec sleep 600")
+	t2.Resources = allocated("db", vol)
+	sub.send(runTask(fw, t2, 1))
+	ta.sync(t, m, sub, 1)
+	link := filepath.Join(ta.dir, "slaves", "S1", "frameworks", "F1", "executors", "e1", "runs", "latest", "data")
+	if target, err := os.Readlink(link); err != nil || target != filepath.Join(ta.dir, "volumes", "roles", "db", "v1") {
+		t.Fatalf("volume link in the running executor's sandbox: %q, %v", target, err)
+	}
+
+	t3 := customTask("t3", "e1", "exec sleep 600")
+	t3.Resources = allocated("db", persistentVolume("db", "v1", "/srv/x", 10))
+	sub.send(runTask(fw, t3, 1))
+	c := m.waitCall(t, "t3 failing", updateFor("t3", mesos.TaskState_TASK_FAILED))
+	if s := c.GetStatusUpdate().GetStatus(); s.GetReason() != mesos.TaskStatus_REASON_CONTAINER_UPDATE_FAILED ||
+		!strings.Contains(s.GetMessage(), "absolute 'container_path'") {
+		t.Errorf("absolute path for a running container: %v", s)
+	}
+}
+
+// A shared volume is used by several tasks at once; dropped from the set,
+// its directory stays until the last of them ends.
+func TestSharedVolume(t *testing.T) {
+	m := newFakeMaster(t)
+	ta := startTestAgent(t, m, directAgent)
+	sub := register(t, m, 1)
+	vol := persistentVolume("db", "shared", "data", 100)
+	vol.Shared = &mesos.Resource_SharedInfo{}
+	sub.send(checkpointResourcesEvent(1, vol))
+	ta.sync(t, m, sub, 1)
+	fw := frameworkInfo("F1")
+	for _, id := range []string{"a", "b"} {
+		sub.send(runTask(fw, volumeTask(id, "echo "+id+" > data/"+id+"; exec sleep 1000", vol), 1))
+		waitUpdate(t, m, sub, id, mesos.TaskState_TASK_STARTING)
+		waitUpdate(t, m, sub, id, mesos.TaskState_TASK_RUNNING)
+	}
+	volDir := filepath.Join(ta.dir, "volumes", "roles", "db", "shared")
+	eventually(t, "both tasks wrote", func() bool {
+		a, _ := os.ReadFile(filepath.Join(volDir, "a"))
+		b, _ := os.ReadFile(filepath.Join(volDir, "b"))
+		return string(a) == "a\n" && string(b) == "b\n"
+	})
+	sub.send(checkpointResourcesEvent(1))
+	ta.sync(t, m, sub, 1)
+	sub.send(killTask("F1", "a", 1))
+	waitUpdate(t, m, sub, "a", mesos.TaskState_TASK_KILLED)
+	ta.sync(t, m, sub, 1)
+	if _, err := os.Stat(volDir); err != nil {
+		t.Fatalf("removed while task b uses it: %v", err)
+	}
+	sub.send(killTask("F1", "b", 1))
+	waitUpdate(t, m, sub, "b", mesos.TaskState_TASK_KILLED)
+	eventually(t, "the shared volume removed after its last task", func() bool {
+		_, err := os.Stat(volDir)
+		return errors.Is(err, os.ErrNotExist)
+	})
+}

@@ -84,12 +84,13 @@ func volumeDirs(workDir string, rs []*mesos.Resource) map[string]*mesos.Resource
 }
 
 // containerVolumes lists what a container with resources rs must see: each
-// persistent volume's directory at its container path. A volume without a
+// persistent volume's directory at each of its container paths (a shared
+// volume listed by several tasks at one path appears once). A volume without a
 // container path (volume.container_path) is not visible in the container,
 // as in Mesos; its directory is still reserved to it.
 func containerVolumes(workDir string, rs []*mesos.Resource) ([]containerizer.Volume, error) {
 	var out []containerizer.Volume
-	seen := map[string]bool{}
+	seen := map[[2]string]bool{} // volume directory, container path
 	for _, r := range resources.ToPostRefinement(rs) {
 		if r.GetDisk().GetPersistence() == nil {
 			continue
@@ -99,10 +100,10 @@ func containerVolumes(workDir string, rs []*mesos.Resource) ([]containerizer.Vol
 			return nil, fmt.Errorf("persistent volume %q: %w", r.GetDisk().GetPersistence().GetId(), err)
 		}
 		v := r.GetDisk().GetVolume()
-		if v == nil || seen[p] {
+		if v == nil || seen[[2]string{p, v.GetContainerPath()}] {
 			continue
 		}
-		seen[p] = true
+		seen[[2]string{p, v.GetContainerPath()}] = true
 		if v.GetContainerPath() == "" {
 			return nil, fmt.Errorf("persistent volume %q: 'disk.volume.container_path' is empty", r.GetDisk().GetPersistence().GetId())
 		}
