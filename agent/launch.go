@@ -290,7 +290,7 @@ func (a *Agent) newExecutor(fw *framework, info *mesos.ExecutorInfo, kind execut
 	if err == nil {
 		// The persistent volumes of the executor and of the tasks it is
 		// launched with are set up with the container (volumes.go).
-		cfg.Volumes, err = containerVolumes(a.cfg.WorkDir, cfg.Resources)
+		cfg.Volumes, err = a.executorVolumes(e, info.GetResources(), tasks)
 	}
 	if err != nil {
 		// launch reports it once the tasks are queued.

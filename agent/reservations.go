@@ -2,7 +2,9 @@ package agent
 
 import (
 	"fmt"
+	"path/filepath"
 	"sort"
+	"strings"
 
 	"mezzo/agent/containerizer"
 	"mezzo/api/mesos"
@@ -182,30 +184,82 @@ func (a *Agent) removeKeptVolumes() {
 	}
 }
 
+// executorVolumes lists the volumes the container of executor e must show
+// for the executor's resources and those of tasks. A task of the default
+// executor runs in its own sandbox (tasks/<task id>), where Mesos mounts
+// the volumes of its nested container, so its relative container paths
+// are taken from there.
+func (a *Agent) executorVolumes(e *executor, execRes []*mesos.Resource, tasks []*mesos.TaskInfo) ([]containerizer.Volume, error) {
+	out, err := containerVolumes(a.cfg.WorkDir, execRes)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[containerizer.Volume]bool{}
+	for _, v := range out {
+		seen[v] = true
+	}
+	for _, t := range tasks {
+		vols, err := containerVolumes(a.cfg.WorkDir, t.GetResources())
+		if err != nil {
+			return nil, err
+		}
+		for _, v := range vols {
+			if e.kind == kindDefault && !filepath.IsAbs(v.ContainerPath) {
+				id := t.GetTaskId().GetValue()
+				if id == "" || id == "." || id == ".." || strings.ContainsAny(id, "/\x00") {
+					return nil, fmt.Errorf("task ID %q cannot name a sandbox directory for volume %s", id, v.HostPath)
+				}
+				if _, err := containerizer.SandboxPath(e.directory, v.ContainerPath); err != nil {
+					return nil, fmt.Errorf("volume %s: %w", v.HostPath, err)
+				}
+				v.ContainerPath = filepath.Join("tasks", id, v.ContainerPath)
+			}
+			if !seen[v] {
+				seen[v] = true
+				out = append(out, v)
+			}
+		}
+	}
+	return out, nil
+}
+
 // volumesForRunning makes the persistent volumes of tasks launched on an
 // executor whose container already runs visible to it (loop). The
 // container was set up for the volumes it was launched with; a new
 // volume can only be linked into the sandbox, so an absolute container
 // path, or a Docker container, cannot get one.
 func (a *Agent) volumesForRunning(e *executor, tasks []*mesos.TaskInfo) error {
-	var rs []*mesos.Resource
-	for _, t := range tasks {
-		rs = append(rs, t.GetResources()...)
-	}
-	vols, err := containerVolumes(a.cfg.WorkDir, rs)
+	vols, err := a.executorVolumes(e, nil, tasks)
 	if err != nil || len(vols) == 0 {
 		return err
 	}
-	// What the container already sees: each volume at each of its paths.
-	have := map[[2]string]bool{}
-	for _, r := range e.resourcesUsed() {
-		if p, err := volumePath(a.cfg.WorkDir, r); err == nil && r.GetDisk().GetVolume() != nil {
-			have[[2]string{p, r.GetDisk().GetVolume().GetContainerPath()}] = true
+	// What the container already sees (best effort: a volume whose
+	// directory has gone is simply not counted).
+	have := map[containerizer.Volume]bool{}
+	if vs, err := containerVolumes(a.cfg.WorkDir, e.info.GetResources()); err == nil {
+		for _, v := range vs {
+			have[v] = true
+		}
+	}
+	var earlier []*mesos.TaskInfo
+	for _, id := range e.taskOrder {
+		if t := e.tasks[id]; t != nil {
+			earlier = append(earlier, t.info)
+		}
+	}
+	for _, t := range e.completed {
+		earlier = append(earlier, &mesos.TaskInfo{TaskId: t.GetTaskId(), Resources: t.GetResources()})
+	}
+	for _, t := range earlier {
+		if vs, err := a.executorVolumes(e, nil, []*mesos.TaskInfo{t}); err == nil {
+			for _, v := range vs {
+				have[v] = true
+			}
 		}
 	}
 	var add []containerizer.Volume
 	for _, v := range vols {
-		if !have[[2]string{v.HostPath, v.ContainerPath}] {
+		if !have[v] {
 			add = append(add, v)
 		}
 	}

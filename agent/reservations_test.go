@@ -508,3 +508,41 @@ func TestSharedVolume(t *testing.T) {
 		return errors.Is(err, os.ErrNotExist)
 	})
 }
+
+// A task of a task group runs in its own sandbox under the default
+// executor's (tasks/<task id>): its relative volume path is there, as
+// Mesos mounts a nested container's volumes; the executor's own volume is
+// at the executor sandbox's root.
+func TestTaskGroupVolumes(t *testing.T) {
+	m := newFakeMaster(t)
+	ta := startTestAgent(t, m, nil)
+	sub := register(t, m, 1)
+	v1, v2 := persistentVolume("db", "v1", "data", 10), persistentVolume("db", "v2", "exec", 10)
+	sub.send(checkpointResourcesEvent(1, v1, v2))
+	task := commandTask("g1", "true")
+	task.Resources = allocated("db", v1)
+	sub.send(&protocol.AgentEvent{
+		Type:  protocol.AgentEvent_RUN_TASK_GROUP.Enum(),
+		Epoch: proto.Uint64(1),
+		RunTaskGroup: &protocol.AgentEvent_RunTaskGroup{
+			FrameworkInfo: frameworkInfo("F1"),
+			ExecutorInfo: &mesos.ExecutorInfo{
+				Type:       mesos.ExecutorInfo_DEFAULT.Enum(),
+				ExecutorId: &mesos.ExecutorID{Value: proto.String("ge")},
+				Resources:  allocated("db", v2),
+			},
+			TaskGroup: &mesos.TaskGroupInfo{Tasks: []*mesos.TaskInfo{task}},
+		},
+	})
+	ta.sync(t, m, sub, 1)
+	sandbox := filepath.Join(ta.dir, "slaves", "S1", "frameworks", "F1", "executors", "ge", "runs", "latest")
+	vdir := func(id string) string { return filepath.Join(ta.dir, "volumes", "roles", "db", id) }
+	eventually(t, "the volumes linked", func() bool {
+		a, _ := os.Readlink(filepath.Join(sandbox, "tasks", "g1", "data"))
+		b, _ := os.Readlink(filepath.Join(sandbox, "exec"))
+		return a == vdir("v1") && b == vdir("v2") && len(ta.cz.Containers()) == 1
+	})
+	if _, err := os.Lstat(filepath.Join(sandbox, "data")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the task's volume is also at the executor sandbox's root: %v", err)
+	}
+}
