@@ -105,6 +105,8 @@ func checkpointedTotal(flags resources.Resources, set []*mesos.Resource, workDir
 	if err != nil {
 		return resources.Resources{}, resources.Resources{}, fmt.Errorf("invalid checkpointed resources: %w", err)
 	}
+	// Checkpointed resources belong to the agent, not to an allocation.
+	cp = cp.WithoutAllocationInfo()
 	for _, r := range cp.PersistentVolumes().Proto() {
 		if _, err := volumePath(workDir, r); err != nil {
 			one, _ := resources.New(r)

@@ -208,6 +208,7 @@ func TestCheckpointedTotal(t *testing.T) {
 			r.Reservations[0].Principal = nil
 			return []*mesos.Resource{r}
 		}(), "", "is neither dynamically reserved nor a persistent volume"},
+		{"allocation info is dropped", allocated("db", reservedCPUs("db", 1), persistentVolume("db", "v1", "data", 200)), "", ""},
 		{"bad persistence id", []*mesos.Resource{persistentVolume("db", "a/b", "data", 10)}, "", "persistence id"},
 	}
 	for _, tc := range cases {
@@ -224,6 +225,9 @@ func TestCheckpointedTotal(t *testing.T) {
 			}
 			if tc.want != "" && !total.Equal(resources.MustParse(tc.want)) {
 				t.Errorf("total %s, want %s", total, tc.want)
+			}
+			if len(cp.AllocationRoles()) != 0 {
+				t.Errorf("checkpointed set keeps allocation info: %s", cp)
 			}
 			// Quantities never change; the set is in the total.
 			if !total.Contains(cp) || total.Scalar("disk") != 1000 || total.Scalar("cpus") != 4 {
