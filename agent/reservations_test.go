@@ -546,3 +546,27 @@ func TestTaskGroupVolumes(t *testing.T) {
 		t.Errorf("the task's volume is also at the executor sandbox's root: %v", err)
 	}
 }
+
+// GROW_VOLUME and SHRINK_VOLUME change a volume's size, not its identity:
+// the master's new set keeps the directory and its data.
+func TestResizedVolumeKeepsData(t *testing.T) {
+	m := newFakeMaster(t)
+	ta := startTestAgent(t, m, nil)
+	sub := register(t, m, 1)
+	sub.send(checkpointResourcesEvent(1, persistentVolume("db", "v1", "data", 100)))
+	ta.sync(t, m, sub, 1)
+	volDir := filepath.Join(ta.dir, "volumes", "roles", "db", "v1")
+	if err := os.WriteFile(filepath.Join(volDir, "f"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, mb := range []float64{300, 50} {
+		sub.send(checkpointResourcesEvent(1, persistentVolume("db", "v1", "data", mb)))
+		ta.sync(t, m, sub, 1)
+		if readFile(t, filepath.Join(volDir, "f")) != "x" {
+			t.Fatalf("resizing to %v lost the data", mb)
+		}
+		if got := stateRole(t, ta.state(t), "reserved_resources", "db", "disk"); got != mb {
+			t.Errorf("reserved disk %v, want %v", got, mb)
+		}
+	}
+}
