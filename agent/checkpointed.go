@@ -60,21 +60,22 @@ type checkpointedFiles struct {
 	hasTarget bool
 }
 
-// readCheckpointedResources reads meta/resources. Missing files are empty
-// sets; a file that cannot be read is an error naming it.
+// readCheckpointedResources reads meta/resources, in the post-refinement
+// format. Missing files are empty sets; a file that cannot be read is an
+// error naming it.
 func readCheckpointedResources(m metaDir) (checkpointedFiles, error) {
 	var out checkpointedFiles
 	info := &protocol.AgentEvent_CheckpointResources{}
 	switch err := readProto(m.resourcesInfoPath(), info); {
 	case err == nil:
-		out.info = info.GetResources()
+		out.info = resources.ToPostRefinement(info.GetResources())
 	case !errors.Is(err, os.ErrNotExist):
 		return out, err
 	}
 	target := &protocol.AgentEvent_CheckpointResources{}
 	switch err := readProto(m.resourcesTargetPath(), target); {
 	case err == nil:
-		out.target, out.hasTarget = target.GetResources(), true
+		out.target, out.hasTarget = resources.ToPostRefinement(target.GetResources()), true
 	case !errors.Is(err, os.ErrNotExist):
 		return out, err
 	}
