@@ -341,10 +341,16 @@ func TestVolumesBindMounted(t *testing.T) {
 	if err := checkMountNamespacesForTest(); err != nil {
 		t.Skip(err)
 	}
+	for _, iso := range []string{"filesystem/linux", "namespaces/pid,filesystem/linux"} {
+		t.Run(iso, func(t *testing.T) { testVolumesBindMounted(t, iso) })
+	}
+}
+
+func testVolumesBindMounted(t *testing.T, isolation string) {
 	m := newFakeMaster(t)
 	ta := startTestAgent(t, m, func(c *Config) {
 		directAgent(c)
-		c.Isolation = "filesystem/linux"
+		c.Isolation = isolation
 	})
 	sub := register(t, m, 1)
 	hostDir := t.TempDir()
