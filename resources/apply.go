@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 
+	"google.golang.org/protobuf/proto"
+
 	"mezzo/api/mesos"
 )
 
@@ -342,4 +344,49 @@ func shrinkSteps(s *mesos.Offer_Operation_ShrinkVolume) ([]step, error) {
 		consumed:  single(vol),
 		converted: single(shrunk).Add(single(freed)),
 	}}, nil
+}
+
+// WithAllocationRole returns a deep copy of op whose resources (those of
+// RESERVE, UNRESERVE, CREATE, DESTROY, GROW_VOLUME and SHRINK_VOLUME; launch
+// operations are returned as copied) carry allocation_info for role where
+// they carry none, as Mesos's master injects the offers' allocation role into
+// a framework's operations before validating and applying them to offered
+// resources. With role "" it clears allocation_info instead, for applying
+// the operation to an agent's (unallocated) total.
+func WithAllocationRole(op *mesos.Offer_Operation, role string) *mesos.Offer_Operation {
+	if op == nil {
+		return nil
+	}
+	c := proto.Clone(op).(*mesos.Offer_Operation)
+	set := func(rs ...*mesos.Resource) {
+		for _, r := range rs {
+			switch {
+			case r == nil:
+			case role == "":
+				r.AllocationInfo = nil
+			case r.AllocationInfo == nil:
+				r.AllocationInfo = &mesos.Resource_AllocationInfo{Role: proto.String(role)}
+			}
+		}
+	}
+	if x := c.Reserve; x != nil {
+		set(x.Resources...)
+		set(x.Source...)
+	}
+	if x := c.Unreserve; x != nil {
+		set(x.Resources...)
+	}
+	if x := c.Create; x != nil {
+		set(x.Volumes...)
+	}
+	if x := c.Destroy; x != nil {
+		set(x.Volumes...)
+	}
+	if x := c.GrowVolume; x != nil {
+		set(x.Volume, x.Addition)
+	}
+	if x := c.ShrinkVolume; x != nil {
+		set(x.Volume)
+	}
+	return c
 }

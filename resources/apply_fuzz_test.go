@@ -53,6 +53,11 @@ func FuzzApply(f *testing.F) {
 		if protojson.Unmarshal(opJSON, &op) != nil {
 			return
 		}
+		// The validator must judge anything without panicking, as an
+		// operator and as a framework.
+		vols := r.Checkpointed()
+		_ = ValidateOperation(&op, OperationContext{Volumes: vols, InUse: r.Shared(), Principal: "p"})
+		_ = ValidateOperation(&op, OperationContext{Volumes: vols, FrameworkRoles: []string{"db"}})
 		got, err := r.Apply(&op)
 		if err != nil {
 			if err.Error() == "" {

@@ -281,3 +281,50 @@ func TestApply(t *testing.T) {
 		})
 	}
 }
+
+// TestWithAllocationRole: a framework's operation, given the offer's role,
+// applies to offered resources; without allocation info, to the agent's
+// total; and the two results agree once unallocated.
+func TestWithAllocationRole(t *testing.T) {
+	total := mk(t, sc("cpus", 4), sc("disk", 100, dyn("db")))
+	offered := total.AllocatedTo("db")
+	op := &mesos.Offer_Operation{Type: mesos.Offer_Operation_RESERVE.Enum(), Reserve: &mesos.Offer_Operation_Reserve{
+		Resources: []*mesos.Resource{sc("cpus", 1, dyn("db"))}}}
+	if _, err := offered.Apply(op); err == nil {
+		t.Fatal("unallocated operation resources must not match offered ones")
+	}
+	alloc := WithAllocationRole(op, "db")
+	if op.Reserve.Resources[0].AllocationInfo != nil {
+		t.Fatal("WithAllocationRole modified its argument")
+	}
+	inOffer, err := offered.Apply(alloc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	onAgent, err := total.Apply(WithAllocationRole(alloc, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !inOffer.WithoutAllocationInfo().Equal(onAgent) {
+		t.Fatalf("offer %v and agent %v disagree", inOffer, onAgent)
+	}
+	// Existing allocation info is kept (the validator judges it).
+	other := WithAllocationRole(WithAllocationRole(op, "web"), "db")
+	if got := other.Reserve.Resources[0].GetAllocationInfo().GetRole(); got != "web" {
+		t.Fatalf("allocation role overwritten: %q", got)
+	}
+	for _, op := range []*mesos.Offer_Operation{
+		createOp(sc("disk", 1, dyn("db"), pv("v"))), destroyOp(sc("disk", 1, dyn("db"), pv("v"))),
+		unreserveOp(sc("cpus", 1, dyn("db"))), growOp(sc("disk", 1, dyn("db"), pv("v")), sc("disk", 1, dyn("db"))),
+		shrinkOp(sc("disk", 2, dyn("db"), pv("v")), 1),
+		reserveFromOp([]*mesos.Resource{sc("cpus", 1, dyn("db"))}, []*mesos.Resource{sc("cpus", 1, dyn("web"))}),
+	} {
+		c, v, err := Conversion(WithAllocationRole(op, "db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(c.Add(v).AllocationRoles()) != 1 || len(c.Add(v).Allocated("db").Proto()) != len(c.Add(v).Proto()) {
+			t.Fatalf("%v: not all resources allocated to db: %v → %v", op.GetType(), c, v)
+		}
+	}
+}
