@@ -190,7 +190,7 @@ func (a *Agent) removeKeptVolumes() {
 // the volumes of its nested container, so its relative container paths
 // are taken from there.
 func (a *Agent) executorVolumes(e *executor, execRes []*mesos.Resource, tasks []*mesos.TaskInfo) ([]containerizer.Volume, error) {
-	out, err := containerVolumes(a.cfg.WorkDir, execRes)
+	out, err := a.knownVolumes(execRes)
 	if err != nil {
 		return nil, err
 	}
@@ -199,7 +199,7 @@ func (a *Agent) executorVolumes(e *executor, execRes []*mesos.Resource, tasks []
 		seen[v] = true
 	}
 	for _, t := range tasks {
-		vols, err := containerVolumes(a.cfg.WorkDir, t.GetResources())
+		vols, err := a.knownVolumes(t.GetResources())
 		if err != nil {
 			return nil, err
 		}
@@ -221,6 +221,24 @@ func (a *Agent) executorVolumes(e *executor, execRes []*mesos.Resource, tasks []
 		}
 	}
 	return out, nil
+}
+
+// knownVolumes is containerVolumes for volumes of the agent's checkpointed
+// set only: a volume the master destroyed (or never created here) is
+// refused even if a directory of that name is still there (kept while a
+// container used it, or left by hand).
+func (a *Agent) knownVolumes(rs []*mesos.Resource) ([]containerizer.Volume, error) {
+	vols, err := containerVolumes(a.cfg.WorkDir, rs)
+	if err != nil || len(vols) == 0 {
+		return vols, err
+	}
+	known := volumeDirs(a.cfg.WorkDir, a.checkpointed.Proto())
+	for _, v := range vols {
+		if known[v.HostPath] == nil {
+			return nil, fmt.Errorf("persistent volume %s is not among this agent's checkpointed resources (destroyed, or never created here)", v.HostPath)
+		}
+	}
+	return vols, nil
 }
 
 // volumesForRunning makes the persistent volumes of tasks launched on an

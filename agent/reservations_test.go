@@ -190,6 +190,13 @@ func TestVolumeRemovalWaitsForContainers(t *testing.T) {
 	if got := checkpointedSet(t, ta.dir); !got.IsEmpty() {
 		t.Errorf("the checkpoint still holds %s", got)
 	}
+	// The kept directory is not a volume any more: no new task gets it.
+	sub.send(runTask(fw, volumeTask("late", "true", vol), 1))
+	c := m.waitCall(t, "late failing", updateFor("late", mesos.TaskState_TASK_FAILED))
+	if s := c.GetStatusUpdate().GetStatus(); !strings.Contains(s.GetMessage(), "not among this agent's checkpointed resources") {
+		t.Errorf("a task got a destroyed volume: %v", s)
+	}
+	sub.send(ack("F1", c, 1))
 	sub.send(killTask("F1", "holder", 1))
 	waitUpdate(t, m, sub, "holder", mesos.TaskState_TASK_KILLED)
 	eventually(t, "the volume directory removed after its last task", func() bool {
