@@ -69,16 +69,15 @@ type modelTask struct {
 type modelAgent struct {
 	host  string
 	fa    *fakeAgent
-	tasks map[string]*modelTask       // live tasks by ID
+	tasks map[string]*modelTask      // live tasks by ID
 	execs map[string]map[string]bool // framework -> custom executor IDs
 }
 
 const (
-	propTotal    = "cpus:4;mem:1024"
-	propTaskRes  = "cpus:0.5;mem:32"
-	propExecRes  = "cpus:0.25;mem:16"
-	propEpsilon  = 1e-9
-	propTaskCPUs = 0.5
+	propTotal   = "cpus:4;mem:1024"
+	propTaskRes = "cpus:0.5;mem:32"
+	propExecRes = "cpus:0.25;mem:16"
+	propEpsilon = 1e-9
 )
 
 type accountingModel struct {
@@ -417,4 +416,3 @@ func TestAccountingProperty(t *testing.T) {
 		})
 	})
 }
-
