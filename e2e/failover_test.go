@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -36,8 +37,8 @@ import (
 // version.
 func TestFailoverKillLeaderRandomized(t *testing.T) {
 	seed := envUint(t, "MEZZO_FAILOVER_SEED", uint64(time.Now().UnixNano()))
-	kills := int(envUint(t, "MEZZO_FAILOVER_KILLS", 3))
-	perFramework := int(envUint(t, "MEZZO_FAILOVER_TASKS", 60))
+	kills := int(envUint(t, "MEZZO_FAILOVER_KILLS", 4))
+	perFramework := int(envUint(t, "MEZZO_FAILOVER_TASKS", 80))
 	t.Logf("seed %d (MEZZO_FAILOVER_SEED=%d replays it), %d kills, %d tasks per framework", seed, seed, kills, perFramework)
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 
@@ -47,11 +48,15 @@ func TestFailoverKillLeaderRandomized(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	// One framework checkpoints (its tasks run under `mezzo executor`), one
-	// does not and is partition-aware (its tasks run directly).
+	// One framework checkpoints (its tasks run under `mezzo executor`) and
+	// re-subscribes quickly; one does not checkpoint, is partition-aware
+	// (its tasks run directly) and re-subscribes slowly, so that the agents'
+	// updates for it reach the new leader before it does.
+	var armed atomic.Bool
+	accepting := make(chan struct{}, 1)
 	fws := []*failoverFramework{
-		newFailoverFramework(t, c, "fo-checkpoint", true, false, perFramework, rng.Uint64()),
-		newFailoverFramework(t, c, "fo-aware", false, true, perFramework, rng.Uint64()),
+		newFailoverFramework(t, c, "fo-checkpoint", true, false, perFramework, rng.Uint64(), 100*time.Millisecond, &armed, accepting),
+		newFailoverFramework(t, c, "fo-aware", false, true, perFramework, rng.Uint64(), 2*time.Second, &armed, accepting),
 	}
 	for _, f := range fws {
 		f.start(ctx)
@@ -62,6 +67,17 @@ func TestFailoverKillLeaderRandomized(t *testing.T) {
 	// (so that two of the three masters are always up).
 	for k := range kills {
 		time.Sleep(time.Duration(500+rng.IntN(2500)) * time.Millisecond) // a random moment, seeded
+		if rng.IntN(2) == 0 {
+			// While an ACCEPT is on its way: the leader may die before
+			// answering (the framework cannot know whether its launch was
+			// taken) or after answering 202 but before its RUN_TASK left.
+			armed.Store(true)
+			select {
+			case <-accepting:
+			case <-time.After(5 * time.Second):
+				armed.Store(false)
+			}
+		}
 		leader := c.awaitLeader("")
 		c.masters[leader].kill()
 		next := c.awaitLeader(c.addrs[leader])
@@ -117,6 +133,10 @@ type failoverFramework struct {
 	errs     []string
 	done     chan struct{}
 	doneOnce sync.Once
+	// When armed is set, the next ACCEPT signals accepting as it leaves,
+	// and the test kills the leader at once.
+	armed     *atomic.Bool
+	accepting chan struct{}
 }
 
 // launched is one task and what the framework heard of it.
@@ -126,19 +146,21 @@ type launched struct {
 	accepted bool // the ACCEPT carrying it was answered 202
 	states   []mesos.TaskState
 	terminal []mesos.TaskState // every terminal state received, in order
+	why      string            // source, reason and message of the last terminal update
 	lastSeen time.Time
 }
 
-func newFailoverFramework(t *testing.T, c *haCluster, name string, checkpoint, aware bool, total int, seed uint64) *failoverFramework {
+func newFailoverFramework(t *testing.T, c *haCluster, name string, checkpoint, aware bool, total int, seed uint64,
+	backoff time.Duration, armed *atomic.Bool, accepting chan struct{}) *failoverFramework {
 	info := &mesos.FrameworkInfo{User: proto.String("root"), Name: proto.String(name),
 		Checkpoint: proto.Bool(checkpoint), FailoverTimeout: proto.Float64(3600)}
 	if aware {
 		info.Capabilities = []*mesos.FrameworkInfo_Capability{{Type: mesos.FrameworkInfo_Capability_PARTITION_AWARE.Enum()}}
 	}
 	f := &failoverFramework{t: t, name: name, aware: aware, total: total, rng: rand.New(rand.NewPCG(seed, seed)),
-		tasks: map[string]*launched{}, done: make(chan struct{})}
+		tasks: map[string]*launched{}, done: make(chan struct{}), armed: armed, accepting: accepting}
 	f.client = scheduler.New(scheduler.Config{Masters: c.addrs, Framework: info,
-		MinBackoff: 100 * time.Millisecond, MaxBackoff: time.Second, InitialRounds: 20})
+		MinBackoff: backoff, MaxBackoff: 2 * backoff, InitialRounds: 20})
 	return f
 }
 
@@ -231,6 +253,9 @@ func (f *failoverFramework) useOffer(ctx context.Context, o *mesos.Offer) {
 		_ = f.client.Decline(ctx, []*mesos.OfferID{o.GetId()}, scheduler.RefuseFor(0.5))
 		return
 	}
+	if f.armed.CompareAndSwap(true, false) {
+		f.accepting <- struct{}{} // buffered; the killer drains it
+	}
 	err := f.client.Launch(ctx, []*mesos.OfferID{o.GetId()}, infos, scheduler.RefuseFor(0.1))
 	f.mu.Lock()
 	for _, id := range ids {
@@ -249,6 +274,9 @@ func (f *failoverFramework) record(st *mesos.TaskStatus) {
 	}
 	l.lastSeen = time.Now()
 	l.states = append(l.states, st.GetState())
+	if mesos.IsTerminal(st.GetState()) {
+		l.why = fmt.Sprintf("%s %s %q", st.GetSource(), st.GetReason(), st.GetMessage())
+	}
 	if !mesos.IsTerminal(st.GetState()) {
 		if len(l.terminal) > 0 {
 			f.errs = append(f.errs, fmt.Sprintf("%s: %v after terminal %v (states %v)", l.id, st.GetState(), l.terminal[0], l.states))
@@ -327,9 +355,9 @@ func (f *failoverFramework) check(c *haCluster) {
 		}
 		switch {
 		case ran && final != mesos.TaskState_TASK_FINISHED:
-			f.t.Errorf("%s: %s ran but was reported %v (states %v): its outcome was lost", f.name, l.id, final, l.states)
+			f.t.Errorf("%s: %s ran but was reported %v (states %v; %s): its outcome was lost", f.name, l.id, final, l.states, l.why)
 		case !ran && !lostState(final, f.aware):
-			f.t.Errorf("%s: %s never ran but was reported %v (states %v)", f.name, l.id, final, l.states)
+			f.t.Errorf("%s: %s never ran but was reported %v (states %v; %s)", f.name, l.id, final, l.states, l.why)
 		}
 	}
 	f.t.Logf("%s: %d launched (%d accepted with 202), outcomes %v", f.name, len(f.tasks), accepted, counts)
