@@ -187,7 +187,11 @@ func (s *state) statusUpdate(a *agent, su *protocol.AgentCall_StatusUpdate, now 
 		if st.Timestamp == nil {
 			st.Timestamp = proto.Float64(seconds(now))
 		}
-		if !s.forwardStatus(fw, st) {
+		// Remembered even when sent: nothing of the framework on this
+		// agent would otherwise bring the agent a retry when the
+		// framework re-subscribes (its stream may already be dead).
+		s.forwardStatus(fw, st)
+		if len(uuid) > 0 {
 			s.markUndelivered(fwID, a.id)
 		}
 		return
