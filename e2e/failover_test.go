@@ -31,6 +31,11 @@ import (
 // outcome is not lost), and a task reported lost, gone or dropped must
 // never have run.
 //
+// A reconciliation answer that arrives after the task's terminal update
+// is stale (the framework asked before it knew) and ignored, as a
+// framework must: the master forgets a task once its terminal update is
+// acknowledged, so it answers TASK_GONE/TASK_LOST for it, as Mesos.
+//
 // The test is seeded: MEZZO_FAILOVER_SEED replays a run (the seed is
 // logged). MEZZO_FAILOVER_KILLS (default 3) and MEZZO_FAILOVER_TASKS
 // (default 60 per framework) size it; `make test-failover` runs a longer
@@ -130,6 +135,7 @@ type failoverFramework struct {
 	tasks    map[string]*launched
 	next     int
 	inFlight int
+	stale    int // reconciliation answers that crossed a terminal update
 	errs     []string
 	done     chan struct{}
 	doneOnce sync.Once
@@ -272,6 +278,14 @@ func (f *failoverFramework) record(st *mesos.TaskStatus) {
 		f.errs = append(f.errs, fmt.Sprintf("update for a task never launched: %v", st))
 		return
 	}
+	if len(l.terminal) > 0 && st.GetReason() == mesos.TaskStatus_REASON_RECONCILIATION {
+		// An answer to a reconciliation sent before the terminal update
+		// arrived (only tasks not yet terminal are reconciled): once the
+		// master completed the task it no longer knows it, as in Mesos,
+		// and a framework ignores such a stale answer.
+		f.stale++
+		return
+	}
 	l.lastSeen = time.Now()
 	l.states = append(l.states, st.GetState())
 	if mesos.IsTerminal(st.GetState()) {
@@ -360,7 +374,8 @@ func (f *failoverFramework) check(c *haCluster) {
 			f.t.Errorf("%s: %s never ran but was reported %v (states %v; %s)", f.name, l.id, final, l.states, l.why)
 		}
 	}
-	f.t.Logf("%s: %d launched (%d accepted with 202), outcomes %v", f.name, len(f.tasks), accepted, counts)
+	f.t.Logf("%s: %d launched (%d accepted with 202), outcomes %v, %d stale reconciliation answers ignored",
+		f.name, len(f.tasks), accepted, counts, f.stale)
 }
 
 func lostState(s mesos.TaskState, aware bool) bool {
