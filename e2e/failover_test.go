@@ -66,6 +66,7 @@ func TestFailoverKillLeaderRandomized(t *testing.T) {
 	for _, f := range fws {
 		f.start(ctx)
 	}
+	weights := startWeightsHistory(ctx, c.addrs, 2, rng.Uint64())
 
 	// The killer: SIGKILL the leader, wait for a successor, restart the
 	// killed master, and wait for it to serve again before the next kill
@@ -107,6 +108,7 @@ func TestFailoverKillLeaderRandomized(t *testing.T) {
 	for _, f := range fws {
 		f.check(c)
 	}
+	weights.check(t)
 }
 
 func envUint(t *testing.T, name string, def uint64) uint64 {
