@@ -104,11 +104,44 @@ func TestFailoverKillLeaderRandomized(t *testing.T) {
 	for _, f := range fws {
 		f.awaitDone(deadline)
 	}
+	// No accounting drift: once every task has ended, each agent is offered
+	// whole again (to one framework or the other; they decline with a
+	// short filter so offers keep coming).
+	poll(t, "every agent to be offered whole once all tasks ended", 30*time.Second, func() bool {
+		for _, a := range c.agents {
+			id := agentIDOf(t, c, a.name)
+			whole := false
+			for _, f := range fws {
+				f.mu.Lock()
+				got := f.free[id]
+				f.mu.Unlock()
+				whole = whole || (got[0] >= 4-1e-9 && got[1] >= 4096-1e-9)
+			}
+			if !whole {
+				return false
+			}
+		}
+		return true
+	})
 	cancel()
 	for _, f := range fws {
 		f.check(c)
 	}
 	weights.check(t)
+}
+
+// agentIDOf returns the ID the leader lists for the agent with hostname.
+func agentIDOf(t *testing.T, c *haCluster, host string) string {
+	st, err := c.state(c.awaitLeader(""))
+	if err != nil {
+		return ""
+	}
+	for _, s := range st.Slaves {
+		if s.Hostname == host {
+			return s.ID
+		}
+	}
+	return ""
 }
 
 func envUint(t *testing.T, name string, def uint64) uint64 {
@@ -138,6 +171,8 @@ type failoverFramework struct {
 	next     int
 	inFlight int
 	stale    int // reconciliation answers that crossed a terminal update
+	// free is, by agent, the most cpus and mem offered once all tasks ended.
+	free     map[string][2]float64
 	errs     []string
 	done     chan struct{}
 	doneOnce sync.Once
@@ -239,8 +274,18 @@ func (f *failoverFramework) handle(ctx context.Context, ev *schedulerpb.Event) {
 // useOffer launches a few tasks (at most 8 in flight per framework, so
 // that two cores keep up) or declines.
 func (f *failoverFramework) useOffer(ctx context.Context, o *mesos.Offer) {
+	offered, err := resources.FromProto(o.GetResources())
+	if err != nil {
+		f.fail("undecodable offer %v: %v", o, err)
+		return
+	}
+	fit := int(min(offered.Scalar("cpus")/0.1, offered.Scalar("mem")/16) + 1e-9)
 	f.mu.Lock()
-	n := min(f.total-f.next, 8-f.inFlight, 1+f.rng.IntN(3))
+	if f.next >= f.total && f.allTerminal() {
+		// Done: the offers now show what the allocator believes free.
+		f.seenFree(o.GetAgentId().GetValue(), offered)
+	}
+	n := min(f.total-f.next, 8-f.inFlight, 1+f.rng.IntN(3), fit)
 	var infos []*mesos.TaskInfo
 	var ids []string
 	for range max(n, 0) {
@@ -264,12 +309,22 @@ func (f *failoverFramework) useOffer(ctx context.Context, o *mesos.Offer) {
 	if f.armed.CompareAndSwap(true, false) {
 		f.accepting <- struct{}{} // buffered; the killer drains it
 	}
-	err := f.client.Launch(ctx, []*mesos.OfferID{o.GetId()}, infos, scheduler.RefuseFor(0.1))
+	err = f.client.Launch(ctx, []*mesos.OfferID{o.GetId()}, infos, scheduler.RefuseFor(0.1))
 	f.mu.Lock()
 	for _, id := range ids {
 		f.tasks[id].accepted = err == nil
 	}
 	f.mu.Unlock()
+}
+
+// seenFree records the largest offer of each agent made once every task
+// ended.
+func (f *failoverFramework) seenFree(agent string, r resources.Resources) {
+	if f.free == nil {
+		f.free = map[string][2]float64{}
+	}
+	cur := f.free[agent]
+	f.free[agent] = [2]float64{max(cur[0], r.Scalar("cpus")), max(cur[1], r.Scalar("mem"))}
 }
 
 func (f *failoverFramework) record(st *mesos.TaskStatus) {
