@@ -409,7 +409,7 @@ func (f *failoverFramework) check(c *haCluster) {
 	}
 	fwID := f.client.FrameworkID().GetValue()
 	counts := map[string]int{}
-	accepted := 0
+	accepted, redelivered := 0, 0
 	for _, l := range f.tasks {
 		if l.accepted {
 			accepted++
@@ -419,6 +419,9 @@ func (f *failoverFramework) check(c *haCluster) {
 		}
 		final := l.terminal[0]
 		counts[final.String()]++
+		if len(l.terminal) > 1 {
+			redelivered++ // the same terminal state again (at-least-once delivery)
+		}
 		ran := false
 		for _, a := range c.agents {
 			matches, _ := filepath.Glob(filepath.Join(c.dir, a.name, "slaves", "*", "frameworks", fwID, "executors", l.id))
@@ -431,8 +434,8 @@ func (f *failoverFramework) check(c *haCluster) {
 			f.t.Errorf("%s: %s never ran but was reported %v (states %v; %s)", f.name, l.id, final, l.states, l.why)
 		}
 	}
-	f.t.Logf("%s: %d launched (%d accepted with 202), outcomes %v, %d stale reconciliation answers ignored",
-		f.name, len(f.tasks), accepted, counts, f.stale)
+	f.t.Logf("%s: %d launched (%d accepted with 202), outcomes %v, %d terminal updates delivered again (same state), %d stale reconciliation answers ignored",
+		f.name, len(f.tasks), accepted, counts, redelivered, f.stale)
 }
 
 func lostState(s mesos.TaskState, aware bool) bool {
