@@ -16,15 +16,19 @@ import (
 )
 
 // §3 "Accounting drift", as a property: after any sequence of launches
-// (command tasks and tasks of custom executors), finishes, executor exits,
-// agent reconnections, agent restarts (a framework that does not
-// checkpoint loses its executors and tasks) and master failovers, for
-// every agent
+// (command tasks and tasks of custom executors), finishes (acknowledged at
+// once or later), executor exits, agent reconnections, agent restarts (a
+// framework that does not checkpoint loses its executors, tasks and held
+// updates) and master failovers, for every agent
 //   - what the allocator counts as used equals the master's outstanding
 //     offers plus its live tasks and executors there,
 //   - the master lists exactly the executors and live tasks the agent
 //     runs (no phantom executor survives a restart), and
-//   - used resources never exceed the agent's total.
+//   - used resources never exceed the agent's total, and
+//   - a task that finished while its update awaits acknowledgement is
+//     known to the master as TASK_FINISHED (through failovers too), the
+//     held update is neither acknowledged nor dropped before its framework
+//     is back, and the agent is told when it is.
 // The allocator here is a ledger (acctAllocator); the agents are a naive
 // model of what each one runs and reports.
 
@@ -71,6 +75,15 @@ type modelAgent struct {
 	fa    *fakeAgent
 	tasks map[string]*modelTask      // live tasks by ID
 	execs map[string]map[string]bool // framework -> custom executor IDs
+	// unacked holds tasks that ended whose TASK_FINISHED the framework
+	// has not acknowledged: the agent holds the update (uuid) and keeps
+	// retrying it.
+	unacked map[string]*unackedTask
+}
+
+type unackedTask struct {
+	*modelTask
+	uuid []byte
 }
 
 const (
@@ -97,7 +110,8 @@ func newAccountingModel(t *testing.T) *accountingModel {
 	m.h.s.alloc = m.acct
 	for i := range 2 {
 		host := fmt.Sprintf("agent%d", i)
-		ma := &modelAgent{host: host, tasks: map[string]*modelTask{}, execs: map[string]map[string]bool{}}
+		ma := &modelAgent{host: host, tasks: map[string]*modelTask{}, execs: map[string]map[string]bool{},
+			unacked: map[string]*unackedTask{}}
 		ma.fa = m.h.addAgent(host, propTotal)
 		m.agents = append(m.agents, ma)
 	}
@@ -170,6 +184,54 @@ func (m *accountingModel) finish(rt *rapid.T) {
 	}
 	m.terminal(ma, mt.fw, mt.id, mesos.TaskState_TASK_FINISHED)
 	delete(ma.tasks, mt.id)
+}
+
+// finishUnacked ends a live task whose TASK_FINISHED the framework does
+// not acknowledge (yet): the outcome must survive whatever follows.
+func (m *accountingModel) finishUnacked(rt *rapid.T) {
+	ma, mt := m.pickTask(rt)
+	if mt == nil {
+		return
+	}
+	id := ma.fa.update(mt.fw, mt.id, mesos.TaskState_TASK_FINISHED, true)
+	ma.fa.drain()
+	delete(ma.tasks, mt.id)
+	ma.unacked[mt.id] = &unackedTask{modelTask: mt, uuid: id}
+}
+
+// ackLater has the framework acknowledge a held TASK_FINISHED (the agent
+// retries it first, as it would after a failover).
+func (m *accountingModel) ackLater(rt *rapid.T) {
+	var ids []string
+	var owners []*modelAgent
+	for _, ma := range m.agents {
+		for _, id := range sortedKeys(ma.unacked) {
+			ids = append(ids, id)
+			owners = append(owners, ma)
+		}
+	}
+	if len(ids) == 0 {
+		return
+	}
+	i := rapid.IntRange(0, len(ids)-1).Draw(rt, "unacked task")
+	ma, u := owners[i], owners[i].unacked[ids[i]]
+	m.retry(ma, u)
+	f := m.fws[m.fwIndex(u.fw)]
+	ups := f.updates()
+	if len(ups) == 0 || ups[len(ups)-1].GetState() != mesos.TaskState_TASK_FINISHED || string(ups[len(ups)-1].GetUuid()) != string(u.uuid) {
+		rt.Fatalf("the framework did not get %s's held TASK_FINISHED: %v", u.id, ups)
+	}
+	f.mustCall(ack(ma.fa.id, u.id, u.uuid))
+	acks := agentEventsOf(ma.fa.drain(), protocol.AgentEvent_ACKNOWLEDGE)
+	if len(acks) != 1 {
+		rt.Fatalf("the acknowledgement of %s did not reach the agent", u.id)
+	}
+	delete(ma.unacked, u.id)
+}
+
+// retry resends a held update as the agent's status update manager does.
+func (m *accountingModel) retry(ma *modelAgent, u *unackedTask) {
+	ma.fa.updateWith(u.fw, u.id, mesos.TaskState_TASK_FINISHED, mesos.TaskState_TASK_FINISHED, u.uuid)
 }
 
 // terminal sends a terminal update from the agent and the framework's
@@ -263,6 +325,18 @@ func (m *accountingModel) report(ma *modelAgent) *protocol.AgentCall_Subscribe {
 		}
 		sub.Tasks = append(sub.Tasks, tp)
 	}
+	for _, id := range sortedKeys(ma.unacked) {
+		u := ma.unacked[id]
+		fws[u.fw] = true
+		tp := &mesos.Task{Name: proto.String(id), TaskId: &mesos.TaskID{Value: proto.String(id)}, FrameworkId: frameworkID(u.fw),
+			AgentId: agentID(ma.fa.id), State: mesos.TaskState_TASK_FINISHED.Enum(),
+			StatusUpdateState: mesos.TaskState_TASK_FINISHED.Enum(), StatusUpdateUuid: u.uuid,
+			Resources: resources.MustParse(u.res).AllocatedTo("*").Proto()}
+		if u.exec != "" {
+			tp.ExecutorId = &mesos.ExecutorID{Value: proto.String(u.exec)}
+		}
+		sub.Tasks = append(sub.Tasks, tp)
+	}
 	for _, id := range sortedKeys(fws) {
 		sub.Frameworks = append(sub.Frameworks, m.infos[m.fwIndex(id)])
 	}
@@ -305,6 +379,11 @@ func (m *accountingModel) restart(rt *rapid.T) {
 					delete(ma.tasks, id)
 				}
 			}
+			for id, u := range ma.unacked {
+				if u.fw == fw {
+					delete(ma.unacked, id) // its stream was not checkpointed
+				}
+			}
 		}
 	}
 	m.reregister(ma)
@@ -327,12 +406,28 @@ func (m *accountingModel) failover(rt *rapid.T) {
 	m.h.s.alloc = m.acct
 	for _, ma := range m.agents {
 		m.reregister(ma)
+		// The agent forwards what it holds at once; no framework is
+		// subscribed yet: nothing may be acknowledged or dropped.
+		for _, id := range sortedKeys(ma.unacked) {
+			m.retry(ma, ma.unacked[id])
+		}
+		if acks := agentEventsOf(ma.fa.drain(), protocol.AgentEvent_ACKNOWLEDGE); len(acks) > 0 {
+			rt.Fatalf("%s: the new master acknowledged an update no framework received", ma.host)
+		}
 	}
 	for i, info := range m.infos {
 		m.fws[i] = m.h.subscribe(info)
 	}
 	for _, ma := range m.agents {
-		ma.fa.drain()
+		told := map[string]bool{}
+		for _, ev := range agentEventsOf(ma.fa.drain(), protocol.AgentEvent_UPDATE_FRAMEWORK) {
+			told[ev.GetUpdateFramework().GetFrameworkInfo().GetId().GetValue()] = true
+		}
+		for _, id := range sortedKeys(ma.unacked) {
+			if fw := ma.unacked[id].fw; !told[fw] {
+				rt.Fatalf("%s holds %s's update for %s, but was not told the framework re-subscribed", ma.host, id, fw)
+			}
+		}
 	}
 }
 
@@ -395,6 +490,13 @@ func (m *accountingModel) check(rt *rapid.T) {
 		if s1, s2 := sortedJoin(live), sortedJoin(modelLive); s1 != s2 {
 			rt.Fatalf("%s: the master lists live tasks [%s], the agent runs [%s]", ma.host, s1, s2)
 		}
+		for _, id := range sortedKeys(ma.unacked) {
+			u := ma.unacked[id]
+			t := a.tasks[u.fw][id]
+			if t == nil || t.proto.GetState() != mesos.TaskState_TASK_FINISHED {
+				rt.Fatalf("%s: %s finished (update unacknowledged) but the master has %v", ma.host, id, t)
+			}
+		}
 	}
 }
 
@@ -407,12 +509,14 @@ func TestAccountingProperty(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		m := newAccountingModel(t)
 		rt.Repeat(map[string]func(*rapid.T){
-			"launch":        m.launch,
-			"finish":        m.finish,
-			"executor exit": m.executorExit,
-			"agent restart": m.restart,
-			"failover":      m.failover,
-			"":              m.check,
+			"launch":         m.launch,
+			"finish":         m.finish,
+			"finish, no ack": m.finishUnacked,
+			"ack later":      m.ackLater,
+			"executor exit":  m.executorExit,
+			"agent restart":  m.restart,
+			"failover":       m.failover,
+			"":               m.check,
 		})
 	})
 }
