@@ -310,3 +310,45 @@ func TestReregistrationRemovesExecutorsTheAgentLost(t *testing.T) {
 		t.Fatalf("recovered %+v, want the executor's cpus:0.25;mem:32", rec)
 	}
 }
+
+// A launch the old leader accepted but whose RUN_TASK never left it: the
+// new leader does not know the task. The framework's reconciliation gets
+// no answer while the agent may still re-register with it, and once the
+// agent re-registered without it, one terminal answer: TASK_GONE for a
+// partition-aware framework, TASK_LOST otherwise (as Mesos).
+func TestFailoverLaunchTheAgentNeverSawEndsOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		caps []mesos.FrameworkInfo_Capability_Type
+		want mesos.TaskState
+	}{
+		{"partition-aware", []mesos.FrameworkInfo_Capability_Type{mesos.FrameworkInfo_Capability_PARTITION_AWARE}, mesos.TaskState_TASK_GONE},
+		{"not partition-aware", nil, mesos.TaskState_TASK_LOST},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.s.elect(&RecoveredRegistry{Agents: []string{"OLD-S3"}}, 2, h.now)
+			fwi := fwInfo("fw", tc.caps...)
+			fwi.Id = frameworkID("OLD-0000")
+			f := h.subscribe(fwi)
+			rc := &schedulerpb.Call{Type: schedulerpb.Call_RECONCILE.Enum(), Reconcile: &schedulerpb.Call_Reconcile{
+				Tasks: []*schedulerpb.Call_Reconcile_Task{{TaskId: &mesos.TaskID{Value: proto.String("never-ran")}, AgentId: agentID("OLD-S3")}}}}
+			f.mustCall(rc)
+			if ups := f.updates(); len(ups) != 0 {
+				t.Fatalf("answered %v while the agent may still re-register with the task", ups)
+			}
+			sub := agentSub("a", "cpus:4;mem:512")
+			sub.AgentInfo.Id = agentID("OLD-S3")
+			if a := h.agentSubscribe(sub); a.id != "OLD-S3" {
+				t.Fatalf("agent readmitted as %q", a.id)
+			}
+			for range 2 { // asked again, the answer stays the same
+				f.mustCall(rc)
+				ups := f.updates()
+				if len(ups) != 1 || ups[0].GetState() != tc.want || ups[0].GetReason() != mesos.TaskStatus_REASON_RECONCILIATION {
+					t.Fatalf("reconciliation answered %v, want one %v", ups, tc.want)
+				}
+			}
+		})
+	}
+}
