@@ -548,12 +548,20 @@ type AgentCall_Subscribe struct {
 	// its executors and must register as a new agent.
 	BootId *string `protobuf:"bytes,6,opt,name=boot_id,json=bootId" json:"boot_id,omitempty"`
 	// What the agent is running, so a new leader can rebuild its state.
+	// executors leaves out terminated executors and the agent's own
+	// command executors (the master never counts those), as Mesos. tasks
+	// holds every task the agent still holds, terminal ones whose update
+	// awaits acknowledgement included, each in its latest state with
+	// status_update_state / status_update_uuid naming the next update the
+	// agent will forward.
 	Frameworks []*mesos.FrameworkInfo `protobuf:"bytes,7,rep,name=frameworks" json:"frameworks,omitempty"`
 	Executors  []*mesos.ExecutorInfo  `protobuf:"bytes,8,rep,name=executors" json:"executors,omitempty"`
 	Tasks      []*mesos.Task          `protobuf:"bytes,9,rep,name=tasks" json:"tasks,omitempty"`
 	// Highest master epoch this agent has accepted; 0 if none.
 	Epoch *uint64 `protobuf:"varint,10,opt,name=epoch" json:"epoch,omitempty"`
-	// Statuses not yet acknowledged, per task, as the agent's update manager holds them.
+	// Statuses not yet acknowledged, per task, as the agent's update
+	// manager holds them (informational: the master rebuilds from tasks,
+	// and the agent forwards these once SUBSCRIBED).
 	Unacknowledged []*mesos.TaskStatus `protobuf:"bytes,11,rep,name=unacknowledged" json:"unacknowledged,omitempty"`
 	// The agent's checkpointed resources: every dynamic reservation and
 	// persistent volume it holds (as Mesos's checkpointed_resources).
