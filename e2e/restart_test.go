@@ -1,9 +1,12 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -163,5 +166,72 @@ func (f *acctFramework) await(t *testing.T, task string, state mesos.TaskState) 
 		case <-deadline:
 			t.Fatalf("%s never reached %v", task, state)
 		}
+	}
+}
+
+// Issue 11 §1's reproduction, as written: one master and one agent,
+// `mezzo run --checkpoint -- sleep 3`, the master SIGKILLed while the task
+// runs, the task finishing while no master is up, the master restarted.
+// The agent's TASK_FINISHED must reach `mezzo run`, which exits 0.
+func TestRunOutcomeSurvivesMasterRestart(t *testing.T) {
+	dir := t.TempDir()
+	port := freePort(t)
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	masterArgs := []string{"master", "--ip=127.0.0.1", "--port=" + strconv.Itoa(port),
+		"--work_dir=" + filepath.Join(dir, "master"), "--allocation_interval=100ms"}
+	master := startProc(t, "master", masterArgs...)
+	agentPort := freePort(t)
+	startProc(t, "agent", "agent", "--master="+addr, "--ip=127.0.0.1", "--port="+strconv.Itoa(agentPort),
+		"--hostname=repro", "--work_dir="+filepath.Join(dir, "agent"), "--resources=cpus:2;mem:1024;disk:1000")
+	c := &haCluster{t: t, addrs: []string{addr}}
+	poll(t, "the agent to register", 30*time.Second, func() bool {
+		st, err := c.state(0)
+		return err == nil && len(st.Slaves) == 1 && st.Slaves[0].Active
+	})
+
+	type result struct {
+		code int
+		out  string
+	}
+	done := make(chan result, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, mezzoBin, "run", "--master="+addr, "--checkpoint", "--", "sleep", "3")
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			code = -1
+		}
+		done <- result{code, out.String()}
+	}()
+	poll(t, "the task to run", 30*time.Second, func() bool {
+		st, err := c.state(0)
+		if err != nil {
+			return false
+		}
+		for _, fw := range st.Frameworks {
+			for _, tk := range fw.Tasks {
+				if tk.State == "TASK_RUNNING" {
+					return true
+				}
+			}
+		}
+		return false
+	})
+	master.kill()
+	// The task finishes while no master is up.
+	poll(t, "the task to finish on the agent", 30*time.Second, func() bool {
+		var m map[string]float64
+		return getJSON("http://127.0.0.1:"+strconv.Itoa(agentPort)+"/metrics/snapshot", &m) == nil && m["slave/tasks_finished"] == 1
+	})
+	startProc(t, "master-restarted", masterArgs...)
+	r := <-done
+	if r.code != 0 || !strings.Contains(r.out, "TASK_FINISHED") {
+		t.Fatalf("mezzo run did not see its task finish across the master restart (exit %d):\n%s", r.code, r.out)
 	}
 }
