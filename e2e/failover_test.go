@@ -421,7 +421,7 @@ func (f *failoverFramework) check(c *haCluster) {
 	}
 	fwID := f.client.FrameworkID().GetValue()
 	counts := map[string]int{}
-	accepted, redelivered := 0, 0
+	accepted, redelivered, acceptedNeverRan := 0, 0, 0
 	for _, l := range f.tasks {
 		if l.accepted {
 			accepted++
@@ -439,6 +439,9 @@ func (f *failoverFramework) check(c *haCluster) {
 			matches, _ := filepath.Glob(filepath.Join(c.dir, a.name, "slaves", "*", "frameworks", fwID, "executors", l.id))
 			ran = ran || len(matches) > 0
 		}
+		if !ran && l.accepted {
+			acceptedNeverRan++
+		}
 		switch {
 		case ran && final != mesos.TaskState_TASK_FINISHED:
 			f.t.Errorf("%s: %s ran but was reported %v (states %v; %s): its outcome was lost", f.name, l.id, final, l.states, l.why)
@@ -446,8 +449,9 @@ func (f *failoverFramework) check(c *haCluster) {
 			f.t.Errorf("%s: %s never ran but was reported %v (states %v; %s)", f.name, l.id, final, l.states, l.why)
 		}
 	}
-	f.t.Logf("%s: %d launched (%d accepted with 202), outcomes %v, %d terminal updates delivered again (same state), %d stale reconciliation answers ignored",
-		f.name, len(f.tasks), accepted, counts, redelivered, f.stale)
+	f.t.Logf("%s: %d launched (%d accepted with 202, of which %d never reached an agent), outcomes %v, "+
+		"%d terminal updates delivered again (same state), %d stale reconciliation answers ignored",
+		f.name, len(f.tasks), accepted, acceptedNeverRan, counts, redelivered, f.stale)
 }
 
 func lostState(s mesos.TaskState, aware bool) bool {
