@@ -12,6 +12,7 @@ import (
 
 	"mezzo/api/mesos"
 	"mezzo/api/protocol"
+	"mezzo/api/schedulerpb"
 	"mezzo/resources"
 )
 
@@ -174,6 +175,32 @@ func (m *accountingModel) launch(rt *rapid.T) {
 		}
 	}
 	f.updates()
+}
+
+// offerOnly offers an agent's free resources to a framework and leaves
+// the offer outstanding (agent restarts and failovers must rescind it).
+func (m *accountingModel) offerOnly(rt *rapid.T) {
+	ma := m.agents[rapid.IntRange(0, len(m.agents)-1).Draw(rt, "agent")]
+	f := m.fws[rapid.IntRange(0, len(m.fws)-1).Draw(rt, "framework")]
+	free := resources.MustParse(propTotal).Subtract(m.acct.used[ma.fa.id])
+	if free.Scalar("cpus") < 0.5 || free.Scalar("mem") < 32 {
+		return
+	}
+	m.acct.used[ma.fa.id] = m.acct.used[ma.fa.id].Add(free)
+	m.h.offer(f, ma.fa, "*", free.String())
+}
+
+// decline declines one outstanding offer.
+func (m *accountingModel) decline(rt *rapid.T) {
+	ids := sortedKeys(m.h.s.offers)
+	if len(ids) == 0 {
+		return
+	}
+	o := m.h.s.offers[ids[rapid.IntRange(0, len(ids)-1).Draw(rt, "offer")]]
+	f := m.fws[m.fwIndex(o.fwID)]
+	f.mustCall(&schedulerpb.Call{Type: schedulerpb.Call_DECLINE.Enum(), Decline: &schedulerpb.Call_Decline{
+		OfferIds: []*mesos.OfferID{offerID(o.id)}}})
+	f.drain()
 }
 
 // finish ends a live task: TASK_FINISHED, acknowledged.
@@ -513,6 +540,8 @@ func TestAccountingProperty(t *testing.T) {
 			"finish":         m.finish,
 			"finish, no ack": m.finishUnacked,
 			"ack later":      m.ackLater,
+			"offer only":     m.offerOnly,
+			"decline":        m.decline,
 			"executor exit":  m.executorExit,
 			"agent restart":  m.restart,
 			"failover":       m.failover,
