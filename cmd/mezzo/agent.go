@@ -80,7 +80,7 @@ func addAgentFlags(fs *flag.FlagSet, withMaster bool) *agentFlags {
 	f.fetcherCacheSize = bytesValue(agent.DefaultFetcherCacheSize)
 	fs.Var(&f.fetcherCacheSize, "fetcher_cache_size", "size of the fetcher cache, e.g. 2GB, 512MB (0B disables it)")
 	fs.StringVar(&f.fetcherAllowedDirs, "fetcher_allowed_dirs", "",
-		"mezzo only (not a Mesos flag): comma-separated folders that file:// URIs and plain paths must lie under (default: any)")
+		"mezzo only (not a Mesos flag): comma-separated directories that file:// URIs and plain absolute paths must lie under once symlinks are resolved (default: none, every local path is refused and the task fails)")
 	fs.StringVar(&f.dockerSocket, "docker_socket", "",
 		"the Docker Engine's socket: a path, unix://path or tcp://host:port (default: $DOCKER_HOST, else /var/run/docker.sock)")
 	f.dockerRemoveDelay = durationFlag(fs, "docker_remove_delay", 6*time.Hour, "time an ended Docker container is kept before it is removed")
