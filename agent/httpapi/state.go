@@ -9,6 +9,7 @@ import (
 
 	"mezzo/api/codec"
 	"mezzo/api/mesos"
+	"mezzo/internal/secrets"
 	"mezzo/internal/version"
 	"mezzo/resources"
 
@@ -354,7 +355,7 @@ func renderTaskInfo(t *mesos.TaskInfo) map[string]any {
 		"resources": summary(t.GetResources()),
 	}
 	if t.Command != nil {
-		out["command"] = protoJSON(t.GetCommand())
+		out["command"] = protoJSON(secrets.RedactedCommand(t.GetCommand()))
 	}
 	if t.Executor != nil {
 		out["executor_id"] = t.GetExecutor().GetExecutorId().GetValue()
