@@ -138,6 +138,13 @@ type Config struct {
 	// FetcherCacheSize is --fetcher_cache_size in bytes; default
 	// DefaultFetcherCacheSize. Negative disables the cache.
 	FetcherCacheSize int64
+	// LenientRecovery is Mesos's --strict=false: at recovery, a checkpoint
+	// file that cannot be read (torn, corrupt) leaves out the framework,
+	// executor or task it describes (an unreadable agent identity makes a
+	// new agent), is logged and counted in slave/recovery_errors, and
+	// everything else is recovered. The default (--strict=true) stops the
+	// agent with an error naming the file.
+	LenientRecovery bool
 	// Docker configures the docker containerizer (--containerizers
 	// containing "docker").
 	Docker DockerConfig
