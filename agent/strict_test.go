@@ -66,11 +66,11 @@ func TestStrictRecovery(t *testing.T) {
 	torn := func(b []byte) []byte { return b[:len(b)-5] }
 	garbage := func([]byte) []byte { return []byte("\x00\x01garbage, not a checkpoint at all") }
 	for _, tc := range []struct {
-		name    string
-		file    func(m metaDir) string
-		damage  func([]byte) []byte
-		lenient []string // recovered with --strict=false
-		newAgent bool    // lenient: the agent's identity is lost
+		name     string
+		file     func(m metaDir) string
+		damage   func([]byte) []byte
+		lenient  []string // recovered with --strict=false
+		newAgent bool     // lenient: the agent's identity is lost
 	}{
 		{"torn task.info", func(m metaDir) string { return filepath.Join(m.taskDir("A-S1", "F1", "e1", "c1", "t2"), "task.info") },
 			torn, []string{"F1/e1/", "F1/e1/t1", "F1/e2/", "F1/e2/t3", "F2/e3/", "F2/e3/t4"}, false},
