@@ -100,3 +100,68 @@ func getJSONInto(url string, v any) error {
 	}
 	return json.NewDecoder(resp.Body).Decode(v)
 }
+
+// kill -9 the real agent while two checkpointing tasks run and tear one
+// task's task.info: restarted with the default --strict it exits with an
+// error naming the file and the ways forward; with --strict=false it
+// recovers, counts one slave/recovery_errors, and the other task finishes.
+func TestE2EStrictRecovery(t *testing.T) {
+	bin, _ := e2eBinaries(t)
+	c := startE2ECluster(t, bin, "")
+	a := startE2E(t, bin, "run", "--master="+c.master, "--checkpoint", "--name=torn", "--timeout=90secs", "--", "sleep", "6")
+	b := startE2E(t, bin, "run", "--master="+c.master, "--checkpoint", "--name=intact", "--timeout=90secs", "--", "sleep", "6")
+	poll(t, "both tasks running", 30*time.Second, func() bool {
+		pids := c.executorPids()
+		return strings.Contains(a.out.String(), "TASK_RUNNING") && strings.Contains(b.out.String(), "TASK_RUNNING") &&
+			pids["torn"] > 0 && pids["intact"] > 0
+	})
+	c.agent.cmd.Process.Kill() // SIGKILL
+	c.agent.wait(t, 10*time.Second)
+	var workDir string
+	for _, arg := range c.agentArgs {
+		if v, ok := strings.CutPrefix(arg, "--work_dir="); ok {
+			workDir = v
+		}
+	}
+	infos, _ := filepath.Glob(filepath.Join(workDir, "meta", "slaves", "latest", "frameworks", "*", "executors", "torn", "runs", "latest", "tasks", "*", "task.info"))
+	if len(infos) != 1 {
+		t.Fatalf("task.info of the task to tear: %v", infos)
+	}
+	info, err := filepath.EvalSymlinks(infos[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(info, data[:len(data)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	strict := startE2E(t, bin, c.agentArgs...)
+	if code := strict.wait(t, 30*time.Second); code == 0 {
+		t.Fatal("the strict agent started on a torn checkpoint")
+	}
+	for _, want := range []string{info, "--strict=false", "remove the file"} {
+		if !strings.Contains(strict.log.String(), want) {
+			t.Errorf("strict agent's error lacks %q:\n%s", want, tail(strict.log.String(), 10))
+		}
+	}
+
+	c.agentArgs = append(c.agentArgs, "--strict=false")
+	c.startAgent()
+	m, err := getMetrics("http://" + c.agentAddr + "/metrics/snapshot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m["slave/recovery_errors"] != 1 {
+		t.Errorf("slave/recovery_errors = %v, want 1", m["slave/recovery_errors"])
+	}
+	if code := b.wait(t, 60*time.Second); code != 0 {
+		t.Errorf("the intact task: mezzo run exited %d:\n%s", code, b.out)
+	}
+	if last := lastLine(b.out.String()); !strings.Contains(last, "TASK_FINISHED") {
+		t.Errorf("the intact task ended with %q, want TASK_FINISHED", last)
+	}
+}
