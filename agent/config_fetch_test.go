@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"mezzo/agent/fetcher"
 	"mezzo/api/mesos"
 
 	"google.golang.org/protobuf/proto"
@@ -135,5 +136,29 @@ func TestFetcherRefusesLocalPathsByDefault(t *testing.T) {
 	}
 	if got := ta.metric(t, "slave/container_launch_errors"); got != 2 {
 		t.Errorf("slave/container_launch_errors = %v, want 2", got)
+	}
+}
+
+// Relative paths are resolved once, against the agent's working directory:
+// the executors, whose working directory is their sandbox, get the same
+// meaning.
+func TestConfigResolvesRelativePaths(t *testing.T) {
+	cwd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Config{Masters: []string{"127.0.0.1:5050"}, WorkDir: "./a", RuntimeDir: "rt", FetcherCacheDir: "../cache",
+		LauncherPath: "/bin/true", Fetcher: fetcher.Options{AllowedFileDirs: []string{"data", "/srv/x"}}}
+	if err := c.validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range [][2]string{
+		{c.WorkDir, filepath.Join(cwd, "a")}, {c.RuntimeDir, filepath.Join(cwd, "rt")},
+		{c.FetcherCacheDir, filepath.Join(filepath.Dir(cwd), "cache")},
+		{c.Fetcher.AllowedFileDirs[0], filepath.Join(cwd, "data")}, {c.Fetcher.AllowedFileDirs[1], "/srv/x"},
+	} {
+		if p[0] != p[1] {
+			t.Errorf("resolved %q, want %q", p[0], p[1])
+		}
 	}
 }
