@@ -13,6 +13,14 @@
 // Contains are linear merges. Resources that Mesos treats as indivisible
 // (persistent volumes, MOUNT/BLOCK/RAW disks, shared resources) are counted
 // as whole copies instead of being merged.
+//
+// Offer operations that change resources are conversions (consumed →
+// converted, quantities preserved): ValidateOperation judges an operation
+// for a caller (Mesos's master validation), Apply performs it on an agent's
+// total or on offered resources, and Conversion gives its net effect for the
+// allocator. The agent keeps what operations made (dynamic reservations,
+// persistent volumes: Checkpointed) and re-applies it to its flag resources
+// when it restarts (ApplyCheckpointed).
 package resources
 
 // Resources is a normalized multiset of resources. Values are immutable by

@@ -23,6 +23,15 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// cpuTime is the CPU time (user + system) this process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		panic(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 func helperMain(mode string) int {
 	waitPlaced()
 	switch mode {
@@ -34,10 +43,14 @@ func helperMain(mode string) int {
 		for j := 0; j < len(mem); j += 4096 {
 			mem[j] = 1
 		}
-		end := time.Now().Add(300 * time.Millisecond)
+		// Spin for 300 ms of this process's own CPU time, not of wall
+		// time: on a loaded machine a wall-clock spin may get only a
+		// sliver of a CPU, and the test waits for CPU time to show.
 		x := 0
-		for time.Now().Before(end) {
-			x++
+		for cpuTime() < 300*time.Millisecond {
+			for i := 0; i < 1_000_000; i++ {
+				x++
+			}
 		}
 		time.Sleep(time.Hour)
 		mem[0] = byte(x)
