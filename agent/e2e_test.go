@@ -179,7 +179,7 @@ type e2eCluster struct {
 	agentStart int
 }
 
-func startE2ECluster(t *testing.T, bin, isolation string) *e2eCluster {
+func startE2ECluster(t *testing.T, bin, isolation string, agentFlags ...string) *e2eCluster {
 	t.Helper()
 	dir := t.TempDir()
 	c := &e2eCluster{t: t, bin: bin}
@@ -202,6 +202,7 @@ func startE2ECluster(t *testing.T, bin, isolation string) *e2eCluster {
 	if isolation != "" {
 		c.agentArgs = append(c.agentArgs, "--isolation="+isolation)
 	}
+	c.agentArgs = append(c.agentArgs, agentFlags...)
 	c.startAgent()
 	return c
 }
