@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -24,8 +25,12 @@ func e2eLaunch(t *testing.T, master string, tasks ...*mesos.TaskInfo) map[string
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
+	name := "root"
+	if u, err := user.Current(); err == nil {
+		name = u.Username // the agent runs tasks as the framework's user
+	}
 	client := scheduler.New(scheduler.Config{Masters: []string{master}, Framework: &mesos.FrameworkInfo{
-		User: proto.String("root"), Name: proto.String("e2e-launch"), Checkpoint: proto.Bool(true)}})
+		User: proto.String(name), Name: proto.String("e2e-launch"), Checkpoint: proto.Bool(true)}})
 	events, err := client.Subscribe(ctx)
 	if err != nil {
 		t.Fatal(err)
