@@ -39,6 +39,15 @@
 // TASK_FAILED before anything starts); local URIs are fetched only from
 // under --fetcher_allowed_dirs (agent/fetcher).
 //
+// Reservations and persistent volumes (checkpointed.go, volumes.go,
+// reservations.go): the master's CHECKPOINT_RESOURCES sets the agent's
+// dynamic reservations and volumes; the agent checkpoints them under
+// <work_dir>/meta/resources, keeps a directory per volume under
+// <work_dir>/volumes, reports them in every SUBSCRIBE, re-applies them to
+// its flags' resources when it starts (refusing to start if they no longer
+// fit) and makes each volume visible in the containers whose resources
+// name it (docs/reservations.md).
+//
 // Isolation (isolation.go) wires the cgroups and pid namespace isolators
 // into the mesos containerizer and, with --containerizers=docker,mesos,
 // composes it with the docker containerizer; command tasks with a DOCKER

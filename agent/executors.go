@@ -203,6 +203,7 @@ func (a *Agent) executorExited(e *executor, term *containerizer.Termination) {
 	}
 	a.sendCall(&protocol.AgentCall{Type: protocol.AgentCall_EXECUTOR_EXITED.Enum(), ExecutorExited: exited})
 	a.maybeRemoveExecutor(e)
+	a.removeKeptVolumes() // volumes dropped while this container used them
 }
 
 func terminationText(t *containerizer.Termination) string {
@@ -378,10 +379,12 @@ func (a *Agent) frameworkMessage(m *protocol.AgentEvent_FrameworkMessage) {
 		e = fw.executors[m.GetExecutorId().GetValue()]
 	}
 	if e == nil || e.phase != phaseRunning || e.conn == nil {
+		a.metrics.invalidFrameworkMessages++
 		a.log.Warn("dropping framework message for an executor that is not subscribed",
 			"framework", m.GetFrameworkId().GetValue(), "executor", m.GetExecutorId().GetValue())
 		return
 	}
+	a.metrics.validFrameworkMessages++
 	e.conn.Send(&executorpb.Event{Type: executorpb.Event_MESSAGE.Enum(), Message: &executorpb.Event_Message{Data: m.GetData()}})
 }
 

@@ -1,7 +1,10 @@
 package agent
 
 import (
+	"encoding/base64"
+	"io"
 	"log/slog"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -76,6 +79,21 @@ func TestSecretEnvironment(t *testing.T) {
 	_, state := ta.get(t, "/state")
 	if strings.Contains(string(state), data) {
 		t.Error("/state shows the secret's data")
+	}
+	b64 := base64.StdEncoding.EncodeToString([]byte(data))
+	for _, call := range []string{"GET_EXECUTORS", "GET_STATE"} {
+		resp, err := http.Post(ta.srv.URL+"/api/v1", "application/json", strings.NewReader(`{"type":"`+call+`"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "DB_PASSWORD") {
+			t.Fatalf("%s: %d %s", call, resp.StatusCode, body)
+		}
+		if strings.Contains(string(body), data) || strings.Contains(string(body), b64[:12]) {
+			t.Errorf("%s shows the secret's data: %s", call, body)
+		}
 	}
 	if strings.Contains(logs.String(), data) {
 		t.Errorf("the agent logged the secret's data:\n%s", logs)

@@ -81,6 +81,9 @@ func (r *recordingAllocator) RecoverResources(fw, agent string, res resources.Re
 	r.mu.Unlock()
 	r.rec("RecoverResources %s %s %s refuse=%g", fw, agent, res.String(), refuse)
 }
+func (r *recordingAllocator) UpdateAllocation(fw, agent string, from, to resources.Resources) {
+	r.rec("UpdateAllocation %s %s %s -> %s", fw, agent, from.String(), to.String())
+}
 func (r *recordingAllocator) SuppressOffers(fw string, roles []string) {
 	r.rec("SuppressOffers %s %v", fw, roles)
 }

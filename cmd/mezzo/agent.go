@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"mezzo/internal/loglevel"
 	"net"
 	"net/http"
 	"os"
@@ -26,16 +27,18 @@ import (
 type agentFlags struct {
 	master, ip, hostname, workDir, resources, attributes, logLevel string
 	port                                                           int
-	registrationTimeout, shutdownGrace                             *time.Duration
-	reregistrationTimeout, recoveryTimeout                         *time.Duration
-	containerizers, isolation, recover, reconfigurationPolicy      string
-	cgroupsHierarchy, cgroupsRoot                                  string
-	cgroupsEnableCFS, cgroupsLimitSwap                             bool
-	fetcherCacheDir, fetcherAllowedDirs                            string
-	fetcherCacheSize                                               bytesValue
-	dockerSocket, sandboxDirectory, runtimeDir                     string
-	dockerRemoveDelay                                              *time.Duration
-	dockerKillOrphans, directCommandTasks, strict                  bool
+	// logging is the logger's level control, for SET_LOGGING_LEVEL.
+	logging                                                   *loglevel.Control
+	registrationTimeout, shutdownGrace                        *time.Duration
+	reregistrationTimeout, recoveryTimeout                    *time.Duration
+	containerizers, isolation, recover, reconfigurationPolicy string
+	cgroupsHierarchy, cgroupsRoot                             string
+	cgroupsEnableCFS, cgroupsLimitSwap                        bool
+	fetcherCacheDir, fetcherAllowedDirs                       string
+	fetcherCacheSize                                          bytesValue
+	dockerSocket, sandboxDirectory, runtimeDir                string
+	dockerRemoveDelay                                         *time.Duration
+	dockerKillOrphans, directCommandTasks, strict             bool
 	// killOnExit makes the agent kill every executor when it stops (mezzo
 	// local); a standalone agent leaves checkpointing executors running.
 	killOnExit bool
@@ -62,7 +65,7 @@ func addAgentFlags(fs *flag.FlagSet, withMaster bool) *agentFlags {
 	fs.StringVar(&f.containerizers, "containerizers", "mesos",
 		"containerizers, comma separated: mesos, docker (tasks and executors whose ContainerInfo has type DOCKER), or docker,mesos")
 	fs.StringVar(&f.isolation, "isolation", "posix/cpu,posix/mem",
-		"isolators, comma separated: cgroups/cpu, cgroups/mem, cgroups/all, namespaces/pid, filesystem/posix, posix/cpu, posix/mem")
+		"isolators, comma separated: cgroups/cpu, cgroups/mem, cgroups/all, namespaces/pid, filesystem/posix, filesystem/linux, posix/cpu, posix/mem")
 	fs.StringVar(&f.runtimeDir, "runtime_dir", "",
 		"where records a reboot makes worthless live (the containerizer's pid records, the executor and task records of frameworks that do not checkpoint), as Mesos's --runtime_dir; agents on one host need distinct ones (default: <tmpfs>/mezzo/<hash of --work_dir> on /run if it is a tmpfs, else /dev/shm; under --work_dir if neither can be written)")
 	fs.BoolVar(&f.directCommandTasks, "direct_command_tasks", true,
@@ -157,6 +160,7 @@ func startAgent(ctx context.Context, f *agentFlags, ln net.Listener, client *htt
 		},
 		HTTPClient: client,
 		Logger:     log,
+		Logging:    f.logging,
 		Version:    version.Version,
 	})
 	if err != nil {
@@ -213,7 +217,8 @@ func runAgent(args []string, _, stderr io.Writer) int {
 	if code := parseFlags(fs, args); code >= 0 {
 		return code
 	}
-	log := logger(stderr, f.logLevel)
+	log, logging := logger(stderr, f.logLevel)
+	f.logging = logging
 	ctx, cancel := signalContext()
 	defer cancel()
 	ln, err := net.Listen("tcp", net.JoinHostPort(f.ip, strconv.Itoa(f.port)))

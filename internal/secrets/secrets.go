@@ -180,3 +180,15 @@ func RedactedCommand(c *mesos.CommandInfo) *mesos.CommandInfo {
 	out.Environment = env
 	return out
 }
+
+// RedactedExecutor is e with its command's environment Redacted (e itself
+// when there is nothing to hide), for the operator APIs' ExecutorInfos.
+func RedactedExecutor(e *mesos.ExecutorInfo) *mesos.ExecutorInfo {
+	c := RedactedCommand(e.GetCommand())
+	if c == e.GetCommand() {
+		return e
+	}
+	out := proto.Clone(e).(*mesos.ExecutorInfo)
+	out.Command = c
+	return out
+}

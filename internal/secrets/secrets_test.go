@@ -109,6 +109,13 @@ func TestRedacted(t *testing.T) {
 	if string(env.GetVariables()[1].GetSecret().GetValue().GetData()) != "hunter2" {
 		t.Error("the original was changed")
 	}
+	ex := &mesos.ExecutorInfo{ExecutorId: &mesos.ExecutorID{Value: proto.String("e")}, Command: cmd}
+	if rex := RedactedExecutor(ex); strings.Contains(rex.String(), "hunter2") || rex.GetExecutorId().GetValue() != "e" || ex.GetCommand() != cmd {
+		t.Errorf("redacted executor %v (original command replaced: %v)", rex, ex.GetCommand() != cmd)
+	}
+	if noCmd := (&mesos.ExecutorInfo{}); RedactedExecutor(noCmd) != noCmd {
+		t.Error("an executor without a command was copied")
+	}
 	plain := &mesos.CommandInfo{Environment: &mesos.Environment{Variables: env.Variables[:1]}}
 	if RedactedCommand(plain) != plain || RedactedCommand(nil) != nil {
 		t.Error("nothing to hide, yet a copy")

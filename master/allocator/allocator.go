@@ -50,9 +50,17 @@ type Allocator interface {
 	// used maps framework ID to what that framework runs there.
 	AddAgent(id string, info *mesos.AgentInfo, total resources.Resources, used map[string]resources.Resources)
 	RemoveAgent(id string)
-	// UpdateAgent replaces the agent's total. Resources not currently
-	// allocated adapt immediately; allocations above the new total are
-	// left to the master (for revocable resources: Options.Rescind).
+	// UpdateAgent replaces the agent's total (and its info, unless info is
+	// nil). Resources not currently allocated adapt immediately.
+	// Allocations the new total no longer holds (an offer made before the
+	// change, still on its way to the master; an agent re-registering
+	// smaller) stop counting, and the next run asks Options.Rescind to
+	// rescind the framework's offers on the agent; handing them back later
+	// in the old form frees only what is still held. This is also how the master
+	// reports an operator's RESERVE, UNRESERVE, CREATE or DESTROY on
+	// unallocated resources (after rescinding offers holding them): the
+	// agent's total is now total, and the converted resources are offered
+	// by their new reservation from the next run.
 	UpdateAgent(id string, info *mesos.AgentInfo, total resources.Resources)
 	// UpdateOversubscribed sets the agent's revocable estimate (revocable
 	// resources only), offered in the revocable stage.
@@ -66,6 +74,21 @@ type Allocator interface {
 	// resources from being offered to that framework on that agent for
 	// that long.
 	RecoverResources(frameworkID, agentID string, r resources.Resources, filters *mesos.Filters)
+
+	// UpdateAllocation converts part of what a framework is allocated on
+	// an agent, as an accepted offer operation does (RESERVE, UNRESERVE,
+	// CREATE, DESTROY, GROW_VOLUME, SHRINK_VOLUME): from, which the
+	// framework holds there (with allocation info naming the role for
+	// MULTI_ROLE frameworks, as in RecoverResources; without it, the role
+	// holding it), becomes to. The agent's total changes the same way.
+	// Nothing is recovered or re-offered: the framework keeps to until it
+	// hands it back with RecoverResources. from and to must hold the same
+	// quantities (an operation converts, never creates or destroys); an
+	// update that does not (or names resources the framework does not
+	// hold there) changes nothing and is counted in the metric
+	// allocator/mesos/allocation_updates_rejected. Several operations of
+	// one ACCEPT may be passed one call each, in order.
+	UpdateAllocation(frameworkID, agentID string, from, to resources.Resources)
 
 	// SuppressOffers stops offers to the framework for roles (all its roles
 	// if empty); ReviveOffers resumes them and clears its filters.
@@ -106,7 +129,9 @@ type Options struct {
 	Offer func(frameworkID string, offers Offers)
 	// Rescind asks the master to rescind outstanding offers of the
 	// framework on the agent until at least r is no longer offered
-	// (revocable resources whose estimate shrank). May be nil.
+	// (revocable resources whose estimate shrank; resources an offer may
+	// still hold in a form the agent's total no longer has, see
+	// UpdateAgent). May be nil.
 	Rescind func(frameworkID, agentID string, r resources.Resources)
 
 	// Revoke, if set, turns on the revocation policy (paper §3.3.3, off by

@@ -328,6 +328,11 @@ func (d *driver) RecoverResources(frameworkID, agentID string, r resources.Resou
 	d.enqueue(func(c *core, now time.Time) bool { return c.recoverResources(frameworkID, agentID, r, filters, now) })
 }
 
+// UpdateAllocation implements Allocator (enqueues).
+func (d *driver) UpdateAllocation(frameworkID, agentID string, from, to resources.Resources) {
+	d.enqueue(func(c *core, _ time.Time) bool { return c.updateAllocation(frameworkID, agentID, from, to) })
+}
+
 // SuppressOffers implements Allocator (enqueues).
 func (d *driver) SuppressOffers(frameworkID string, roles []string) {
 	roles = copyStrings(roles)

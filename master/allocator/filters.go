@@ -27,8 +27,13 @@ type offerFilter struct {
 func (fl *offerFilter) live() bool { return fl.gen == fl.node.filterGen }
 
 // addFilter sets (or replaces) n's filter on a.
+//
+// n's bit goes into a's mask only once its entry is in a.filters: the
+// loop below drops stale entries, and each drop rebuilds the mask from
+// the entries present, which would erase a bit set beforehand and leave
+// the new filter invisible to filtered's fast path (issue 11: filters
+// lost after another framework's filters went stale on the agent).
 func addFilter(n *drfNode, a *agent, refused qv, until time.Time) {
-	a.filterMask |= n.fbit
 	for i := 0; i < len(a.filters); i++ {
 		fl := &a.filters[i]
 		if fl.node == n {
@@ -38,6 +43,7 @@ func addFilter(n *drfNode, a *agent, refused qv, until time.Time) {
 			}
 			fl.until = until
 			fl.refused = append(fl.refused[:0], refused...)
+			a.filterMask |= n.fbit
 			return
 		}
 		if !fl.live() {
@@ -55,6 +61,7 @@ func addFilter(n *drfNode, a *agent, refused qv, until time.Time) {
 	} else {
 		a.filters = append(a.filters, offerFilter{node: n, gen: n.filterGen, until: until, refused: refused.clone()})
 	}
+	a.filterMask |= n.fbit
 	n.nfilters++
 }
 

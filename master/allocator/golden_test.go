@@ -44,6 +44,10 @@ var update = flag.Bool("update", false, "rewrite golden transcripts in testdata"
 //	finish FW AGENT RES               (used RES recovered, no filter)
 //	explain FW
 //	state                             (offered or allocated per agent and framework)
+//
+// and the offer operations of golden_ops_test.go (reserve, unreserve,
+// create, destroy, update-allocation, operator-reserve, operator-unreserve,
+// consumption).
 type harness struct {
 	t           *testing.T
 	c           *core
@@ -395,6 +399,9 @@ func (h *harness) exec(line string) error {
 			h.say("role %s share %.4f", rn, dominant(h.c.tree[rn].alloc, h.c.totalQ))
 		}
 	default:
+		if ok, err := h.execOperation(cmd, args); ok {
+			return err
+		}
 		return fmt.Errorf("unknown command %q", cmd)
 	}
 	return nil

@@ -50,6 +50,8 @@ func (c *core) metricsMap(queued int) map[string]float64 {
 		p + "allocation_runs":         float64(c.metrics.runs),
 		p + "event_queue_dispatches":  float64(queued),
 		p + "allocation_run_ms/count": float64(len(c.metrics.times)),
+		// Not a Mesos key (Mesos's allocator CHECK-fails instead).
+		p + "allocation_updates_rejected": float64(c.updatesRejected),
 	}
 	if n := len(c.metrics.times); n > 0 {
 		xs := append([]float64(nil), c.metrics.times...)

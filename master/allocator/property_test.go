@@ -259,6 +259,65 @@ func checkInternal(t *rapid.T, c *core) {
 			t.Fatalf("agent %s: free %s but vector %v", a.id, a.free, a.freeQ)
 		}
 	}
+	checkCachedBits(t, c)
+}
+
+// checkCachedBits checks the summaries the core keeps beside the data
+// they summarise (masks, counters, candidate bits), which are only
+// hints if they over-approximate and a bug if they ever under-approximate:
+//   - every filter entry's node bit is in its agent's filterMask;
+//   - an allocation entry's cached quantities are those of its resources;
+//   - a framework node's nfilters counts its live entries on all agents;
+//   - a role's live (revLive) counts its offerable framework nodes;
+//   - every agent with free resources is a candidate of the next run.
+func checkCachedBits(t *rapid.T, c *core) {
+	liveFilters := map[*drfNode]int{}
+	for _, a := range c.agentList {
+		for _, fl := range a.filters {
+			if a.filterMask&fl.node.fbit == 0 {
+				t.Fatalf("agent %s: filter of %s (bit %x) missing from mask %x", a.id, fl.node.name, fl.node.fbit, a.filterMask)
+			}
+			if fl.live() {
+				liveFilters[fl.node]++
+			}
+		}
+		for _, x := range a.alloc {
+			if x.q != nil && (!sameVec(x.q, c.names.vecOf(x.res)) || !sameVec(x.uq, c.names.vecOf(x.res.Unreserved()))) {
+				t.Fatalf("agent %s: %s in %s holds %s but keeps quantities %v, unreserved %v", a.id, x.fw, x.role, x.res, x.q, x.uq)
+			}
+		}
+		if a.freeQ.positive() && !a.cand {
+			t.Fatalf("agent %s: free %v but not a candidate", a.id, a.freeQ)
+		}
+		if a.cand != (c.candBits[a.slot/64]&(1<<(a.slot%64)) != 0) || c.slots[a.slot] != a {
+			t.Fatalf("agent %s: candidate bit or slot %d out of step", a.id, a.slot)
+		}
+	}
+	for _, f := range c.frameworks {
+		for _, nodes := range []map[string]*drfNode{f.nodes, f.revNodes} {
+			for rn, n := range nodes {
+				if n.nfilters != liveFilters[n] {
+					t.Fatalf("framework %s role %s: nfilters %d, live entries %d", f.id, rn, n.nfilters, liveFilters[n])
+				}
+			}
+		}
+	}
+	for rn, r := range c.roles {
+		live, revLive := 0, 0
+		for _, n := range r.fws.kids {
+			if n.offerable {
+				live++
+			}
+		}
+		for _, n := range r.revFws.kids {
+			if n.offerable {
+				revLive++
+			}
+		}
+		if live != r.live || revLive != r.revLive {
+			t.Fatalf("role %s: live %d/%d revLive %d/%d (counted/kept)", rn, live, r.live, revLive, r.revLive)
+		}
+	}
 }
 
 // TestPropertyWeightedFairAtQuiescence: frameworks (one per role, random

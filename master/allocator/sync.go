@@ -141,6 +141,11 @@ func (s *Sync) RecoverResources(frameworkID, agentID string, r resources.Resourc
 	s.c.recoverResources(frameworkID, agentID, r, filters, s.now())
 }
 
+// UpdateAllocation implements Allocator, applying the notification at once.
+func (s *Sync) UpdateAllocation(frameworkID, agentID string, from, to resources.Resources) {
+	s.c.updateAllocation(frameworkID, agentID, from, to)
+}
+
 // SuppressOffers implements Allocator, applying the notification at once.
 func (s *Sync) SuppressOffers(frameworkID string, roles []string) {
 	s.c.suppressOffers(frameworkID, roles)

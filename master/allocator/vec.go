@@ -110,12 +110,19 @@ func (t *nameTable) format(v qv) string {
 
 func trimFloat(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
+// grow returns v extended with zeros to length n (at least), reusing
+// v's storage when it has room. The room may hold what an earlier, longer
+// vector left there (vectors are recycled: allocation entries, spare
+// slots), so it is cleared: reading it as zeros once counted an agent's
+// memory twice after a small allocation entry grew into its old storage.
 func (v qv) grow(n int) qv {
 	if len(v) >= n {
 		return v
 	}
 	if cap(v) >= n {
-		return v[:n]
+		w := v[:n]
+		clear(w[len(v):])
+		return w
 	}
 	w := make(qv, n, n+2)
 	copy(w, v)

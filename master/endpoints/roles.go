@@ -16,6 +16,7 @@ import (
 	"mezzo/api/masterpb"
 	"mezzo/api/mesos"
 	"mezzo/api/quotapb"
+	"mezzo/internal/opapi"
 	"mezzo/master"
 )
 
@@ -206,7 +207,7 @@ func (h *handlers) quota(w http.ResponseWriter, r *http.Request) {
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
 		if hasRole {
-			http.NotFound(w, r)
+			opapi.NoEndpoint(w, r, "master")
 			return
 		}
 		body, err := codec.Marshal(codec.JSON, quotaStatus(s))
@@ -217,7 +218,7 @@ func (h *handlers) quota(w http.ResponseWriter, r *http.Request) {
 		h.writeJSON(w, r, json.RawMessage(body))
 	case http.MethodPost:
 		if hasRole {
-			http.NotFound(w, r)
+			opapi.NoEndpoint(w, r, "master")
 			return
 		}
 		rw, ok := h.src.(RoleWriter)

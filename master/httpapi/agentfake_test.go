@@ -37,19 +37,20 @@ func (idleAllocator) DeactivateFramework(string)                             {}
 func (idleAllocator) UpdateFramework(string, *mesos.FrameworkInfo, []string) {}
 func (idleAllocator) AddAgent(string, *mesos.AgentInfo, resources.Resources, map[string]resources.Resources) {
 }
-func (idleAllocator) RemoveAgent(string)                                                   {}
-func (idleAllocator) UpdateAgent(string, *mesos.AgentInfo, resources.Resources)            {}
-func (idleAllocator) UpdateOversubscribed(string, resources.Resources)                     {}
-func (idleAllocator) ActivateAgent(string)                                                 {}
-func (idleAllocator) DeactivateAgent(string)                                               {}
-func (idleAllocator) RecoverResources(string, string, resources.Resources, *mesos.Filters) {}
-func (idleAllocator) SuppressOffers(string, []string)                                      {}
-func (idleAllocator) ReviveOffers(string, []string)                                        {}
-func (idleAllocator) UpdateWeights(map[string]float64)                                     {}
-func (idleAllocator) UpdateQuota(string, allocator.Quota)                                  {}
-func (idleAllocator) Allocate()                                                            {}
-func (idleAllocator) Pause()                                                               {}
-func (idleAllocator) Resume()                                                              {}
+func (idleAllocator) RemoveAgent(string)                                                        {}
+func (idleAllocator) UpdateAgent(string, *mesos.AgentInfo, resources.Resources)                 {}
+func (idleAllocator) UpdateOversubscribed(string, resources.Resources)                          {}
+func (idleAllocator) ActivateAgent(string)                                                      {}
+func (idleAllocator) DeactivateAgent(string)                                                    {}
+func (idleAllocator) RecoverResources(string, string, resources.Resources, *mesos.Filters)      {}
+func (idleAllocator) UpdateAllocation(string, string, resources.Resources, resources.Resources) {}
+func (idleAllocator) SuppressOffers(string, []string)                                           {}
+func (idleAllocator) ReviveOffers(string, []string)                                             {}
+func (idleAllocator) UpdateWeights(map[string]float64)                                          {}
+func (idleAllocator) UpdateQuota(string, allocator.Quota)                                       {}
+func (idleAllocator) Allocate()                                                                 {}
+func (idleAllocator) Pause()                                                                    {}
+func (idleAllocator) Resume()                                                                   {}
 
 // cluster is a master behind a real HTTP server speaking HTTP/1.1 and h2c.
 type cluster struct {
