@@ -60,6 +60,15 @@ func TestE2ERelativeWorkDir(t *testing.T) {
 	if got, want := flags.Flags["work_dir"], filepath.Join(cwd, "a"); got != want {
 		t.Errorf("agent flags work_dir %q, want %q", got, want)
 	}
+	var mflags struct {
+		Flags map[string]string `json:"flags"`
+	}
+	if err := getJSONInto("http://"+master+"/master/flags", &mflags); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := mflags.Flags["work_dir"], filepath.Join(cwd, "m"); got != want {
+		t.Errorf("master flags work_dir %q, want %q", got, want)
+	}
 	if _, err := os.Stat(filepath.Join(cwd, "rt")); err != nil {
 		t.Errorf("runtime dir: %v", err)
 	}
