@@ -16,8 +16,8 @@ import (
 // The operator's operations on an agent's resources: the v1 calls
 // RESERVE_RESOURCES, UNRESERVE_RESOURCES, CREATE_VOLUMES, DESTROY_VOLUMES,
 // GROW_VOLUME and SHRINK_VOLUME, the classic form endpoints /master/reserve,
-// /master/unreserve, /master/create-volumes and /master/destroy-volumes,
-// and GET_OPERATIONS. Every write becomes one Offer.Operation handed to
+// /master/unreserve, /master/create-volumes and /master/destroy-volumes.
+// Every write becomes one Offer.Operation handed to
 // Source.ApplyOperation, which validates and applies it on the master's
 // loop; this file only decodes and answers as Mesos does:
 //
@@ -82,18 +82,6 @@ func (h *handlers) applyOperation(w http.ResponseWriter, r *http.Request, agentI
 	}
 	w.Header().Del("Content-Type")
 	w.WriteHeader(http.StatusAccepted)
-}
-
-// getOperations answers GET_OPERATIONS from the snapshot: the offer
-// operations with an id whose latest status their framework has not
-// acknowledged yet.
-func getOperations(s *master.Snapshot) *masterpb.Response {
-	ops := make([]*mesos.Operation, len(s.Operations))
-	copy(ops, s.Operations)
-	return &masterpb.Response{
-		Type:          masterpb.Response_GET_OPERATIONS.Enum(),
-		GetOperations: &masterpb.Response_GetOperations{Operations: ops},
-	}
 }
 
 // classicOperation describes one classic form endpoint: the form field

@@ -120,9 +120,6 @@ func (h *handlers) operator(w http.ResponseWriter, r *http.Request) {
 	case masterpb.Call_MARK_AGENT_GONE:
 		h.markAgentGone(w, r, call.GetMarkAgentGone().GetAgentId().GetValue())
 		return
-	case masterpb.Call_GET_OPERATIONS:
-		h.writeMessage(w, respType, getOperations(s))
-		return
 	}
 	if agentID, op, ok := operationCall(call); ok {
 		h.applyOperation(w, r, agentID, op)
