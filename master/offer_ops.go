@@ -86,7 +86,7 @@ var conversionOp = offerOp{
 			return nil, fmt.Errorf("id: operation '%s' of this framework still awaits the acknowledgement of its status; operation IDs must be unique",
 				op.GetId().GetValue())
 		}
-		n, err := normalizeOperation(op, l.role, l.fw.has(mesos.FrameworkInfo_Capability_RESERVATION_REFINEMENT))
+		n, err := normalizeOperation(op, l.role)
 		if err != nil {
 			return nil, err
 		}

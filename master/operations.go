@@ -3,7 +3,6 @@ package master
 import (
 	"errors"
 	"fmt"
-	"slices"
 
 	"google.golang.org/protobuf/proto"
 
@@ -80,15 +79,13 @@ func operationResources(op *mesos.Offer_Operation, f func(field string, rs []*me
 }
 
 // normalizeOperation returns a copy of a conversion operation with its
-// resources validated and in post-refinement form, and with allocation
-// info for role where missing (role "": allocation info removed, the
-// agent's total's form). refinement says whether the caller may use
-// refined (multi-level) reservations: frameworks need the
-// RESERVATION_REFINEMENT capability, as in Mesos; operators always may.
-func normalizeOperation(op *mesos.Offer_Operation, role string, refinement bool) (*mesos.Offer_Operation, error) {
-	if !conversionTypes[op.GetType()] {
-		return nil, fmt.Errorf("operation type %s does not convert resources", op.GetType())
-	}
+// resources checked for well-formedness (either reservation format, not
+// both) and converted to the post-refinement form and, for a framework's
+// operation (role set: the role its offers are allocated to), allocation
+// info for role where missing, as Mesos's master injects it. An operator's
+// operation (role "") keeps what it carries: ValidateOperation refuses
+// allocated resources there.
+func normalizeOperation(op *mesos.Offer_Operation, role string) (*mesos.Offer_Operation, error) {
 	out := proto.Clone(op).(*mesos.Offer_Operation)
 	var err error
 	operationResources(out, func(field string, rs []*mesos.Resource) []*mesos.Resource {
@@ -97,7 +94,7 @@ func normalizeOperation(op *mesos.Offer_Operation, role string, refinement bool)
 		}
 		for i, r := range rs {
 			if r == nil {
-				err = fmt.Errorf("%s[%d]: null resource", field, i)
+				err = fmt.Errorf("%s[%d]: must not be null", field, i)
 				return rs
 			}
 		}
@@ -105,23 +102,13 @@ func normalizeOperation(op *mesos.Offer_Operation, role string, refinement bool)
 			err = fmt.Errorf("%s: %v", field, verr)
 			return rs
 		}
-		post := resources.ToPostRefinement(rs)
-		for i, r := range post {
-			if !refinement && resources.HasRefinedReservations(r) {
-				err = fmt.Errorf("%s[%d]: resource %s has a refined reservation, which needs the RESERVATION_REFINEMENT capability",
-					field, i, r.GetName())
-				return rs
-			}
-			if role == "" {
-				r.AllocationInfo = nil
-			} else if r.AllocationInfo == nil {
-				r.AllocationInfo = &mesos.Resource_AllocationInfo{Role: proto.String(role)}
-			}
-		}
-		return post
+		return resources.ToPostRefinement(rs)
 	})
 	if err != nil {
 		return nil, err
+	}
+	if role != "" {
+		out = resources.WithAllocationRole(out, role)
 	}
 	return out, nil
 }
@@ -129,14 +116,7 @@ func normalizeOperation(op *mesos.Offer_Operation, role string, refinement bool)
 // unallocated returns a copy of a normalized operation without allocation
 // info: the form that applies to an agent's total.
 func unallocated(op *mesos.Offer_Operation) *mesos.Offer_Operation {
-	out := proto.Clone(op).(*mesos.Offer_Operation)
-	operationResources(out, func(_ string, rs []*mesos.Resource) []*mesos.Resource {
-		for _, r := range rs {
-			r.AllocationInfo = nil
-		}
-		return rs
-	})
-	return out
+	return resources.WithAllocationRole(op, "")
 }
 
 // topRole is the role of a resource's last (most refined) reservation, ""
@@ -153,49 +133,23 @@ func topRole(r *mesos.Resource) string {
 type opCaller struct {
 	fw *framework
 	// principal is the caller's principal: the framework's
-	// FrameworkInfo.principal, or the operator's Principal.Name. Empty
-	// means no principal, and no principal checks, as in Mesos.
+	// FrameworkInfo.principal (Mesos validates a framework's operations
+	// against it), or the operator's Principal.Name. Empty means no
+	// principal, and no principal checks, as in Mesos.
 	principal string
 }
 
-func (c opCaller) hasRole(role string) bool {
-	return slices.Contains(c.fw.roles(), role)
-}
-
 // checkOperation validates a normalized conversion operation against the
-// caller and the agent, as Mesos's operation validators do; what is
+// caller and the agent (resources.ValidateOperation, as Mesos's
+// validators), plus what needs the master's task records: a volume in use
+// cannot be destroyed or resized, and the error names the task. What is
 // available is checked by applying it (resources.Apply). It changes
 // nothing. Errors name the field.
 func (s *state) checkOperation(a *agent, c opCaller, op *mesos.Offer_Operation) error {
 	if id := op.GetId(); id != nil && id.GetValue() == "" {
 		return errors.New("id: must not be empty when set")
 	}
-	// The pure checks first: a malformed operation is refused as such.
-	if _, _, err := resources.Conversion(op); err != nil {
-		return err
-	}
-	var err error
-	operationResources(op, func(field string, rs []*mesos.Resource) []*mesos.Resource {
-		for i, r := range rs {
-			if err != nil {
-				break
-			}
-			if r.GetRevocable() != nil {
-				err = fmt.Errorf("%s[%d]: revocable resources cannot be reserved or hold persistent volumes", field, i)
-			}
-		}
-		return rs
-	})
-	if err != nil {
-		return err
-	}
 	switch op.GetType() {
-	case mesos.Offer_Operation_RESERVE:
-		return s.checkReserve(c, op.GetReserve())
-	case mesos.Offer_Operation_UNRESERVE:
-		return checkRoles(c, "unreserve.resources", op.GetUnreserve().GetResources())
-	case mesos.Offer_Operation_CREATE:
-		return s.checkCreate(a, c, op.GetCreate().GetVolumes())
 	case mesos.Offer_Operation_DESTROY:
 		for i, v := range op.GetDestroy().GetVolumes() {
 			if err := s.checkNotInUse(a, fmt.Sprintf("destroy.volumes[%d]", i), v, "destroyed"); err != nil {
@@ -203,109 +157,41 @@ func (s *state) checkOperation(a *agent, c opCaller, op *mesos.Offer_Operation) 
 			}
 		}
 	case mesos.Offer_Operation_GROW_VOLUME:
-		return s.checkNotInUse(a, "grow_volume.volume", op.GetGrowVolume().GetVolume(), "grown")
+		// A resized volume in use would no longer match the task's
+		// resources (its size is part of them).
+		if err := s.checkNotInUse(a, "grow_volume.volume", op.GetGrowVolume().GetVolume(), "grown"); err != nil {
+			return err
+		}
 	case mesos.Offer_Operation_SHRINK_VOLUME:
-		return s.checkNotInUse(a, "shrink_volume.volume", op.GetShrinkVolume().GetVolume(), "shrunk")
+		if err := s.checkNotInUse(a, "shrink_volume.volume", op.GetShrinkVolume().GetVolume(), "shrunk"); err != nil {
+			return err
+		}
 	}
-	return nil
+	ctx := resources.OperationContext{Principal: c.principal, Volumes: a.total, InUse: s.inUse(a)}
+	if c.fw != nil {
+		ctx.FrameworkRoles = c.fw.roles()
+		ctx.RefinementCapable = c.fw.has(mesos.FrameworkInfo_Capability_RESERVATION_REFINEMENT)
+		ctx.SharedResourcesCapable = c.fw.has(mesos.FrameworkInfo_Capability_SHARED_RESOURCES)
+	}
+	return resources.ValidateOperation(op, ctx)
 }
 
-// checkRoles requires a framework to act only on reservations of its roles.
-func checkRoles(c opCaller, field string, rs []*mesos.Resource) error {
-	if c.fw == nil {
-		return nil
-	}
-	for i, r := range rs {
-		if role := topRole(r); !c.hasRole(role) {
-			return fmt.Errorf("%s[%d]: role '%s' is not one of the framework's roles %v", field, i, role, c.fw.roles())
+// inUse is what the agent's live tasks and executors use.
+func (s *state) inUse(a *agent) resources.Resources {
+	var used resources.Resources
+	for _, ts := range a.tasks {
+		for _, t := range ts {
+			if !t.recovered && !mesos.IsTerminal(t.proto.GetState()) {
+				used = used.Add(t.res)
+			}
 		}
 	}
-	return nil
-}
-
-func (s *state) checkReserve(c opCaller, rv *mesos.Offer_Operation_Reserve) error {
-	if len(rv.GetResources()) == 0 {
-		return errors.New("reserve.resources: must not be empty")
-	}
-	for i, r := range rv.GetResources() {
-		field := fmt.Sprintf("reserve.resources[%d]", i)
-		res := r.GetReservations()
-		top := res[len(res)-1] // Conversion checked: dynamically reserved
-		if c.principal != "" && top.GetPrincipal() != c.principal {
-			return fmt.Errorf("%s: reservation principal '%s' does not match the caller's principal '%s'",
-				field, top.GetPrincipal(), c.principal)
-		}
-		if alloc := r.GetAllocationInfo().GetRole(); alloc != "" && top.GetRole() != alloc && !resources.IsStrictSubroleOf(top.GetRole(), alloc) {
-			return fmt.Errorf("%s: resources allocated to role '%s' cannot be reserved for role '%s' (only for it or its sub-roles)",
-				field, alloc, top.GetRole())
-		}
-		if r.GetDisk().GetPersistence() != nil && len(rv.GetSource()) == 0 {
-			return fmt.Errorf("%s: a persistent volume cannot be reserved; reserve its disk, then create the volume", field)
+	for _, es := range a.executors {
+		for _, e := range es {
+			used = used.Add(e.res)
 		}
 	}
-	return checkRoles(c, "reserve.resources", rv.GetResources())
-}
-
-// checkCreate validates persistent volumes to create: on reserved disk,
-// with a valid persistence ID not in use for the role on the agent, a
-// relative container path, read-write, shared only for frameworks with
-// SHARED_RESOURCES.
-func (s *state) checkCreate(a *agent, c opCaller, vols []*mesos.Resource) error {
-	if len(vols) == 0 {
-		return errors.New("create.volumes: must not be empty")
-	}
-	inUse := map[[2]string]bool{}
-	for _, r := range a.total.PersistentVolumes().Proto() {
-		inUse[[2]string{topRole(r), r.GetDisk().GetPersistence().GetId()}] = true
-	}
-	for i, v := range vols {
-		field := fmt.Sprintf("create.volumes[%d]", i)
-		d := v.GetDisk()
-		id := d.GetPersistence().GetId()
-		if err := validateID(id); err != nil {
-			return fmt.Errorf("%s: persistence ID '%s' is invalid: %v", field, id, err)
-		}
-		role := topRole(v)
-		if role == "" {
-			return fmt.Errorf("%s: persistent volume '%s' cannot be created from unreserved disk; reserve the disk first", field, id)
-		}
-		if d.GetVolume() == nil || d.GetVolume().GetContainerPath() == "" {
-			return fmt.Errorf("%s: persistent volume '%s' needs disk.volume.container_path", field, id)
-		}
-		if p := d.GetVolume().GetContainerPath(); p[0] == '/' || slices.Contains(splitPath(p), "..") {
-			return fmt.Errorf("%s: container_path '%s' of persistent volume '%s' must be relative and stay in the sandbox", field, p, id)
-		}
-		if d.GetVolume().GetMode() != mesos.Volume_RW {
-			return fmt.Errorf("%s: persistent volume '%s' must have mode RW", field, id)
-		}
-		if d.GetVolume().GetHostPath() != "" {
-			return fmt.Errorf("%s: persistent volume '%s' must not have a host_path", field, id)
-		}
-		if v.GetShared() != nil && c.fw != nil && !c.fw.has(mesos.FrameworkInfo_Capability_SHARED_RESOURCES) {
-			return fmt.Errorf("%s: shared persistent volume '%s' needs the SHARED_RESOURCES capability", field, id)
-		}
-		if pp := d.GetPersistence().GetPrincipal(); c.principal != "" && pp != "" && pp != c.principal {
-			return fmt.Errorf("%s: persistence principal '%s' does not match the caller's principal '%s'", field, pp, c.principal)
-		}
-		key := [2]string{role, id}
-		if inUse[key] {
-			return fmt.Errorf("%s: persistence ID '%s' is already in use for role '%s' on agent %s", field, id, role, a.id)
-		}
-		inUse[key] = true
-	}
-	return checkRoles(c, "create.volumes", vols)
-}
-
-func splitPath(p string) []string {
-	var out []string
-	start := 0
-	for i := 0; i <= len(p); i++ {
-		if i == len(p) || p[i] == '/' {
-			out = append(out, p[start:i])
-			start = i + 1
-		}
-	}
-	return out
+	return used
 }
 
 // checkNotInUse refuses an operation on a persistent volume that a live

@@ -1,6 +1,8 @@
 package master
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -76,7 +78,7 @@ func roleInfo(name, role string, caps ...mesos.FrameworkInfo_Capability_Type) *m
 // role (as the allocator would).
 func (h *harness) offerAll(f *fakeFramework, a *fakeAgent, role string) *mesos.Offer {
 	h.t.Helper()
-	h.s.allocated(f.id, allocator.Offers{role: {a.id: h.s.unallocated(h.s.agents[a.id])}}, h.now)
+	h.s.allocated(f.id, allocator.Offers{role: {a.id: h.s.freeOn(h.s.agents[a.id])}}, h.now)
 	h.settle()
 	offers := f.offers()
 	if len(offers) != 1 {
@@ -250,7 +252,7 @@ func TestOfferOperationTable(t *testing.T) {
 			ops: func(string) []*mesos.Offer_Operation {
 				return []*mesos.Offer_Operation{withID(reserveOp(dynRes("cpus:1", "web", "")), "r")}
 			},
-			want: []string{"op r OPERATION_ERROR", "cannot be reserved for role 'web'", "total unchanged"}, wantNot: []string{"checkpoint"}},
+			want: []string{"op r OPERATION_ERROR", `role "web" is not one of the framework's roles [db]`, "total unchanged"}, wantNot: []string{"checkpoint"}},
 		{name: "reserve with a principal that is not the framework's", agent: "cpus:2",
 			info: func() *mesos.FrameworkInfo {
 				i := roleInfo("db-fw", "db")
@@ -260,7 +262,7 @@ func TestOfferOperationTable(t *testing.T) {
 			ops: func(string) []*mesos.Offer_Operation {
 				return []*mesos.Offer_Operation{withID(reserveOp(dynRes("cpus:1", "db", "bob")), "r")}
 			},
-			want: []string{"op r OPERATION_ERROR", "principal 'bob' does not match", "total unchanged"}},
+			want: []string{"op r OPERATION_ERROR", `principal: "bob" does not match the caller's principal "alice"`, "total unchanged"}},
 		{name: "reserve more than offered", agent: "cpus:1", info: db,
 			ops: func(string) []*mesos.Offer_Operation {
 				return []*mesos.Offer_Operation{withID(reserveOp(dynRes("cpus:2", "db", "")), "r")}
@@ -296,14 +298,14 @@ func TestOfferOperationTable(t *testing.T) {
 				v.Reservations = nil
 				return []*mesos.Offer_Operation{withID(createOp(v), "c")}
 			},
-			want: []string{"op c OPERATION_ERROR", "unreserved disk", "total unchanged"}},
+			want: []string{"op c OPERATION_ERROR", "create.volumes[0].reservations: persistent volumes cannot be created from unreserved resources", "total unchanged"}},
 		{name: "duplicate persistence ID in one CREATE", agent: "disk:100", info: db,
 			ops: func(string) []*mesos.Offer_Operation {
 				return []*mesos.Offer_Operation{
 					reserveOp(dynRes("disk:100", "db", "")),
 					withID(createOp(volume("v1", "db", 50), volume("v1", "db", 50)), "c")}
 			},
-			want: []string{"op c OPERATION_ERROR", "persistence ID 'v1' is already in use"}},
+			want: []string{"op c OPERATION_ERROR", `create.volumes[1].disk.persistence.id: persistence ID "v1" of role "db" is already used in this operation`}},
 		{name: "duplicate persistence ID on the agent", agent: "disk:100", info: db,
 			setup: func(h *harness, a *fakeAgent) {
 				if err := h.s.operatorOperation(Principal{}, a.id, reserveOp(dynRes("disk:100", "db", "")), h.now); err != nil {
@@ -316,7 +318,7 @@ func TestOfferOperationTable(t *testing.T) {
 			ops: func(string) []*mesos.Offer_Operation {
 				return []*mesos.Offer_Operation{withID(createOp(volume("v1", "db", 50)), "c")}
 			},
-			want: []string{"op c OPERATION_ERROR", "persistence ID 'v1' is already in use for role 'db'", "total unchanged"}},
+			want: []string{"op c OPERATION_ERROR", `persistence ID "v1" of role "db" is already used on the agent`, "total unchanged"}},
 		{name: "destroy and unreserve", agent: "disk:100", info: db,
 			setup: func(h *harness, a *fakeAgent) {
 				h.s.operatorOperation(Principal{}, a.id, reserveOp(dynRes("disk:100", "db", "")), h.now)
@@ -328,6 +330,33 @@ func TestOfferOperationTable(t *testing.T) {
 					withID(unreserveOp(dynRes("disk:100", "db", "")), "u")}
 			},
 			fullWant: "op d OPERATION_FINISHED \nop u OPERATION_FINISHED \ncheckpoint disk(reservations: [(DYNAMIC,db)]):100\ncheckpoint {}"},
+		{name: "grow and shrink a volume", agent: "disk:100", info: db,
+			setup: func(h *harness, a *fakeAgent) {
+				h.s.operatorOperation(Principal{}, a.id, reserveOp(dynRes("disk:100", "db", "")), h.now)
+				h.s.operatorOperation(Principal{}, a.id, createOp(volume("v1", "db", 50)), h.now)
+			},
+			ops: func(string) []*mesos.Offer_Operation {
+				grown := volume("v1", "db", 70)
+				return []*mesos.Offer_Operation{
+					withID(&mesos.Offer_Operation{Type: mesos.Offer_Operation_GROW_VOLUME.Enum(),
+						GrowVolume: &mesos.Offer_Operation_GrowVolume{Volume: volume("v1", "db", 50), Addition: dynRes("disk:20", "db", "")[0]}}, "g"),
+					withID(&mesos.Offer_Operation{Type: mesos.Offer_Operation_SHRINK_VOLUME.Enum(),
+						ShrinkVolume: &mesos.Offer_Operation_ShrinkVolume{Volume: grown, Subtract: &mesos.Value_Scalar{Value: proto.Float64(40)}}}, "s"),
+				}
+			},
+			fullWant: "op g OPERATION_FINISHED \nop s OPERATION_FINISHED \n" +
+				"checkpoint disk(reservations: [(DYNAMIC,db)]):30; disk(reservations: [(DYNAMIC,db)])[v1,data:RW]:70\n" +
+				"checkpoint disk(reservations: [(DYNAMIC,db)]):70; disk(reservations: [(DYNAMIC,db)])[v1,data:RW]:30"},
+		{name: "grow more than offered", agent: "disk:100", info: db,
+			setup: func(h *harness, a *fakeAgent) {
+				h.s.operatorOperation(Principal{}, a.id, reserveOp(dynRes("disk:100", "db", "")), h.now)
+				h.s.operatorOperation(Principal{}, a.id, createOp(volume("v1", "db", 50)), h.now)
+			},
+			ops: func(string) []*mesos.Offer_Operation {
+				return []*mesos.Offer_Operation{withID(&mesos.Offer_Operation{Type: mesos.Offer_Operation_GROW_VOLUME.Enum(),
+					GrowVolume: &mesos.Offer_Operation_GrowVolume{Volume: volume("v1", "db", 50), Addition: dynRes("disk:60", "db", "")[0]}}, "g")}
+			},
+			want: []string{"op g OPERATION_ERROR", "not available in the offers", "total unchanged"}},
 		{name: "launch with an operation id", agent: "cpus:1;mem:128", info: db,
 			ops: func(agent string) []*mesos.Offer_Operation {
 				return []*mesos.Offer_Operation{withID(launch(cmdTask("t", agent, "cpus:1")), "l")}
@@ -396,8 +425,8 @@ func TestOperatorOperationBadInputChangesNothing(t *testing.T) {
 		{"launch", a.id, launch(), 400, "LAUNCH cannot be applied by an operator"},
 		{"not available", a.id, reserveOp(dynRes("cpus:5", "db", "")), 409, "not available on agent"},
 		{"used by a task", a.id, unreserveOp(dynRes("cpus:1", "db", "")), 409, "not available on agent"},
-		{"volume on unreserved disk", a.id, createOp(unreservedDisk), 400, "unreserved disk"},
-		{"duplicate persistence ID", a.id, createOp(volume("v1", "db", 10)), 400, "persistence ID 'v1' is already in use"},
+		{"volume on unreserved disk", a.id, createOp(unreservedDisk), 400, "cannot be created from unreserved resources"},
+		{"duplicate persistence ID", a.id, createOp(volume("v1", "db", 10)), 400, `persistence ID "v1" of role "db" is already used on the agent`},
 		{"destroy a volume in use", a.id, destroyOp(volume("v1", "db", 40)), 400, "task 't1' of framework " + f.id + " uses it"},
 		{"malformed", a.id, reserveOp([]*mesos.Resource{{Name: proto.String("cpus")}}), 400, "reserve.resources"},
 		{"empty", a.id, reserveOp(nil), 400, "must not be empty"},
@@ -458,7 +487,7 @@ func TestOperatorOperationRescindsOffers(t *testing.T) {
 	}
 	// The operator's principal must match the reservation's.
 	err := h.s.operatorOperation(Principal{Name: "ops"}, a.id, reserveOp(dynRes("mem:1", "db", "eve")), h.now)
-	if apiErr, ok := err.(*APIError); !ok || apiErr.Status != 400 || !strings.Contains(apiErr.Message, "principal 'eve' does not match") {
+	if apiErr, ok := err.(*APIError); !ok || apiErr.Status != 400 || !strings.Contains(apiErr.Message, `"eve" does not match the caller's principal "ops"`) {
 		t.Fatalf("err = %v", err)
 	}
 	// The snapshot shows the reservation per role.
@@ -763,5 +792,40 @@ func TestAgentCheckpointedResourcesOnSubscribe(t *testing.T) {
 	again = h.agentSubscribe(sub)
 	if sets, _ := checkpointsIn(again.events); len(sets) != 0 {
 		t.Fatalf("up-to-date agent sent %v", sets)
+	}
+}
+
+// Master.ApplyOperation end to end through the loop: the snapshot shows
+// the reservation once it returns; errors are *APIError.
+func TestMasterApplyOperation(t *testing.T) {
+	m, _ := startMaster(t, &recordingAllocator{})
+	ctx := context.Background()
+	ast, err := m.SubscribeAgent(ctx, Principal{}, &protocol.AgentCall{Type: protocol.AgentCall_SUBSCRIBE.Enum(),
+		Subscribe: agentSub("h", "cpus:2;mem:256;disk:100")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, _ := next(t, ast.Ready(), ast.Drain)
+	agent := evs[0].GetSubscribed().GetAgentId().GetValue()
+	if err := m.ApplyOperation(ctx, Principal{}, agent, reserveOp(dynRes("disk:100", "db", ""))); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.ApplyOperation(ctx, Principal{}, agent, createOp(volume("v1", "db", 100))); err != nil {
+		t.Fatal(err)
+	}
+	v := m.Snapshot().Agents[0]
+	if vols := mustRes(v.Reserved["db"]).PersistentVolumes(); vols.Len() != 1 || !mustRes(v.Unreserved).Equal(resources.MustParse("cpus:2;mem:256")) {
+		t.Fatalf("snapshot: reserved %v, unreserved %v", v.Reserved, v.Unreserved)
+	}
+	var apiErr *APIError
+	if err := m.ApplyOperation(ctx, Principal{}, "nope", reserveOp(dynRes("cpus:1", "db", ""))); !errors.As(err, &apiErr) || apiErr.Status != 400 {
+		t.Fatalf("unknown agent: %v", err)
+	}
+	if err := m.ApplyOperation(ctx, Principal{}, agent, reserveOp(dynRes("cpus:3", "db", ""))); !errors.As(err, &apiErr) || apiErr.Status != 409 {
+		t.Fatalf("not available: %v", err)
+	}
+	evs, _ = next(t, ast.Ready(), ast.Drain)
+	if sets, _ := checkpointsIn(evs); len(sets) == 0 || sets[len(sets)-1].PersistentVolumes().Len() != 1 {
+		t.Fatalf("agent events %v", eventTypes(evs))
 	}
 }

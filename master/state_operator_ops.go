@@ -41,18 +41,18 @@ func (s *state) operatorOperation(p Principal, agentID string, op *mesos.Offer_O
 	if a.leaving {
 		return &APIError{Status: http.StatusConflict, Message: fmt.Sprintf("Agent %s is being removed", agentID)}
 	}
-	n, err := normalizeOperation(op, "", true)
+	n, err := normalizeOperation(op, "")
 	if err != nil {
 		return s.operatorRefused(op, agentID, badRequest("Invalid %s operation: %v", op.GetType(), err), now)
 	}
 	if err := s.checkOperation(a, opCaller{principal: p.Name}, n); err != nil {
 		return s.operatorRefused(op, agentID, badRequest("Invalid %s operation: %v", op.GetType(), err), now)
 	}
-	_, err = s.unallocated(a).Apply(n)
+	_, err = s.freeOn(a).Apply(n)
 	var na *resources.NotAvailableError
 	if errors.As(err, &na) && len(a.offers) > 0 {
 		s.rescindAgentOffers(a)
-		_, err = s.unallocated(a).Apply(n)
+		_, err = s.freeOn(a).Apply(n)
 	}
 	if errors.As(err, &na) {
 		return s.operatorRefused(op, agentID, &APIError{Status: http.StatusConflict, Message: fmt.Sprintf(
@@ -81,9 +81,9 @@ func (s *state) operatorRefused(op *mesos.Offer_Operation, agentID string, err *
 	return err
 }
 
-// unallocated is what of the agent's total no task, executor or offer
+// freeOn is what of the agent's total no task, executor or offer
 // holds, without allocation info.
-func (s *state) unallocated(a *agent) resources.Resources {
+func (s *state) freeOn(a *agent) resources.Resources {
 	var held resources.Resources
 	for _, ts := range a.tasks {
 		for _, t := range ts {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -97,21 +98,12 @@ func keysWhere(o oracle, keep func(okey, *oval) bool) []okey {
 			ks = append(ks, k)
 		}
 	}
-	slices.SortFunc(ks, func(a, b okey) int { return cmpString(fmt.Sprintf("%+v", a), fmt.Sprintf("%+v", b)) })
+	slices.SortFunc(ks, func(a, b okey) int { return strings.Compare(fmt.Sprintf("%+v", a), fmt.Sprintf("%+v", b)) })
 	return ks
 }
 
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func one1(k okey, v *oval) oracle { o := oracle{}; o.add(k, v); return o }
+// only is the oracle holding just v of k.
+func only(k okey, v *oval) oracle { o := oracle{}; o.add(k, v); return o }
 
 // drawOp draws an applicable operation on the state modelled by o, and
 // returns it with the oracle after it and the inverse operation (nil for
@@ -132,7 +124,7 @@ func drawOp(t *rapid.T, o oracle) (op, inverse *mesos.Offer_Operation, after ora
 		src, w := part(t, k, o[k])
 		nk := k
 		nk.stack = to[k.stack]
-		after = o.minus(one1(k, w)).plus(one1(nk, w))
+		after = o.minus(only(k, w)).plus(only(nk, w))
 		if kind == "reserve" {
 			dst := proto.Clone(src).(*mesos.Resource)
 			dst.Reservations = stack(nk.stack)
@@ -153,7 +145,7 @@ func drawOp(t *rapid.T, o oracle) (op, inverse *mesos.Offer_Operation, after ora
 			id := rapid.SampledFrom([]string{"v1", "v2", "v3"}).Draw(t, "id")
 			vol := volumeProto(k.stack, id, size)
 			vk := okey{name: "disk", stack: k.stack, vol: id, size: size}
-			after = o.minus(one1(k, disk)).plus(one1(vk, &oval{count: 1}))
+			after = o.minus(only(k, disk)).plus(only(vk, &oval{count: 1}))
 			return createOp(vol), destroyOp(vol), after, true
 		}
 		vks := keysWhere(o, func(v okey, _ *oval) bool { return v.vol != "" && v.stack == k.stack })
@@ -163,7 +155,7 @@ func drawOp(t *rapid.T, o oracle) (op, inverse *mesos.Offer_Operation, after ora
 		vk := rapid.SampledFrom(vks).Draw(t, "volume")
 		grown := vk
 		grown.size += size
-		after = o.minus(one1(k, disk)).minus(one1(vk, &oval{count: 1})).plus(one1(grown, &oval{count: 1}))
+		after = o.minus(only(k, disk)).minus(only(vk, &oval{count: 1})).plus(only(grown, &oval{count: 1}))
 		return growOp(volumeProto(vk.stack, vk.vol, vk.size), sc("disk", fromFixed(size), rsv(stack(k.stack)...))),
 			shrinkOp(volumeProto(grown.stack, grown.vol, grown.size), fromFixed(size)), after, true
 	case "destroy", "shrink":
@@ -175,7 +167,7 @@ func drawOp(t *rapid.T, o oracle) (op, inverse *mesos.Offer_Operation, after ora
 		vol := volumeProto(vk.stack, vk.vol, vk.size)
 		dk := okey{name: "disk", stack: vk.stack}
 		if kind == "destroy" {
-			after = o.minus(one1(vk, &oval{count: 1})).plus(one1(dk, &oval{scalar: vk.size}))
+			after = o.minus(only(vk, &oval{count: 1})).plus(only(dk, &oval{scalar: vk.size}))
 			return destroyOp(vol), createOp(vol), after, true
 		}
 		if vk.size < 2 {
@@ -184,7 +176,7 @@ func drawOp(t *rapid.T, o oracle) (op, inverse *mesos.Offer_Operation, after ora
 		sub := rapid.Int64Range(1, vk.size-1).Draw(t, "subtract")
 		shrunk := vk
 		shrunk.size -= sub
-		after = o.minus(one1(vk, &oval{count: 1})).plus(one1(shrunk, &oval{count: 1})).plus(one1(dk, &oval{scalar: sub}))
+		after = o.minus(only(vk, &oval{count: 1})).plus(only(shrunk, &oval{count: 1})).plus(only(dk, &oval{scalar: sub}))
 		return shrinkOp(vol, fromFixed(sub)),
 			growOp(volumeProto(shrunk.stack, shrunk.vol, shrunk.size), sc("disk", fromFixed(sub), rsv(stack(vk.stack)...))),
 			after, true

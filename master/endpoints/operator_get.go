@@ -70,6 +70,11 @@ func (h *handlers) getResponse(c *masterpb.Call, s *master.Snapshot) *masterpb.R
 			gm.ElectedTime = proto.Float64(float64(secs(s.ElectedTime)))
 		}
 		return &masterpb.Response{Type: masterpb.Response_GET_MASTER.Enum(), GetMaster: gm}
+	case masterpb.Call_GET_OPERATIONS:
+		// The operations awaiting their framework's acknowledgement, as
+		// Mesos lists the operations its master tracks.
+		return &masterpb.Response{Type: masterpb.Response_GET_OPERATIONS.Enum(),
+			GetOperations: &masterpb.Response_GetOperations{Operations: s.Operations}}
 	}
 	return nil
 }
