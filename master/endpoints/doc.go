@@ -2,8 +2,12 @@
 // endpoints (/master/state, /master/state-summary, /master/frameworks,
 // /master/slaves, /master/tasks, /master/roles, /master/flags,
 // /metrics/snapshot and Prometheus text at /metrics), the v1 operator API
-// (POST /api/v1: GET_* calls, SUBSCRIBE, TEARDOWN) and the classic
-// POST /master/teardown form.
+// (POST /api/v1: GET_* calls, SUBSCRIBE, TEARDOWN, the weight and quota
+// writes, and the operations on an agent's resources: RESERVE_RESOURCES,
+// UNRESERVE_RESOURCES, CREATE_VOLUMES, DESTROY_VOLUMES, GROW_VOLUME,
+// SHRINK_VOLUME) and the classic POST forms /master/teardown,
+// /master/reserve, /master/unreserve, /master/create-volumes and
+// /master/destroy-volumes.
 //
 // Everything is rendered from the immutable *master.Snapshot the master's
 // event loop publishes, so a large /master/state never stalls the loop; the

@@ -10,7 +10,6 @@ import (
 	"mezzo/api/codec"
 	"mezzo/api/masterpb"
 	"mezzo/api/mesos"
-	"mezzo/master"
 )
 
 // The operator's operations on an agent's resources: the v1 calls

@@ -3,7 +3,6 @@ package endpoints
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -258,9 +257,9 @@ func TestOperationsRefused(t *testing.T) {
 		{"unreserve what is not reserved", classic("/master/unreserve", url.Values{"slaveId": {id},
 			"resources": {"[" + strings.Replace(dbCPUs, `"value":1`, `"value":3`, 1) + "]"}}), 409, "not available"},
 		{"volume on unreserved disk", call(`{"type":"CREATE_VOLUMES","create_volumes":{"agent_id":{"value":"` + id + `"},"volumes":[` + freeVolume + `]}}`),
-			400, "cannot be created from unreserved disk"},
+			400, "cannot be created from unreserved"},
 		{"duplicate persistence ID", classic("/master/create-volumes", url.Values{"slaveId": {id}, "volumes": {"[" + dbVolume + "]"}}),
-			400, "persistence ID 'v1' is already in use"},
+			400, "is already used on the agent"},
 		{"unreserving a volume's disk", call(`{"type":"UNRESERVE_RESOURCES","unreserve_resources":{"agent_id":{"value":"` + id + `"},"resources":[` + dbDisk + `]}}`),
 			409, "not available"},
 		{"missing slaveId", classic("/master/reserve", url.Values{"resources": {"[]"}}), 400, "Missing 'slaveId'"},
