@@ -11,7 +11,8 @@
 //
 // Everything is rendered from the immutable *master.Snapshot the master's
 // event loop publishes, so a large /master/state never stalls the loop; the
-// only writes (teardown) go through Source.Teardown. The master's HTTP router
+// writes go through Source's write methods, which take the caller's
+// principal and return errors that carry their HTTP status. The master's HTTP router
 // calls Register once at start-up; nothing here touches master internals.
 //
 // Wire shapes follow Mesos (shared/reference/mesos-v1-api.md §3.1, §3.2):
