@@ -99,6 +99,8 @@ type Agent struct {
 // counters are the agent's cumulative metrics.
 type counters struct {
 	validUpdates, invalidUpdates    uint64
+	validFrameworkMessages          uint64 // scheduler messages delivered to an executor
+	invalidFrameworkMessages        uint64 // ... dropped: no subscribed executor
 	executorsTerminated             uint64
 	containerLaunchErrors           uint64
 	containerDestroyErrors          uint64
@@ -155,7 +157,7 @@ func New(cfg Config) (*Agent, error) {
 		}
 		return nil, err
 	}
-	a.http = httpapi.New(backend{a}, a.files, a.log)
+	a.http = httpapi.New(backend{a}, a.files, a.log, cfg.Logging)
 	return a, nil
 }
 

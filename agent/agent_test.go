@@ -46,6 +46,14 @@ func TestRegistration(t *testing.T) {
 	if got := ta.metric(t, "slave/registered"); got != 1 {
 		t.Errorf("slave/registered = %v", got)
 	}
+	// The host's metrics, as Mesos's agent reports them beside slave/*.
+	if got := ta.metric(t, "system/cpus_total"); got < 1 {
+		t.Errorf("system/cpus_total = %v", got)
+	}
+	if ta.metric(t, "system/mem_total_bytes") < ta.metric(t, "system/mem_free_bytes") {
+		t.Error("system/mem_free_bytes exceeds system/mem_total_bytes")
+	}
+	ta.metric(t, "system/load_1min")
 	st := ta.state(t)
 	if st["id"] != "S1" || st["pid"] != "slave(1)@"+ta.endpoint || st["hostname"] != "agent.test" || st["master_hostname"] != "master.test" {
 		t.Errorf("state header: id=%v pid=%v hostname=%v master=%v", st["id"], st["pid"], st["hostname"], st["master_hostname"])

@@ -13,6 +13,7 @@ import (
 	"mezzo/api/mesos"
 	"mezzo/api/protocol"
 	"mezzo/internal/stout"
+	"mezzo/internal/sysmetrics"
 	"mezzo/internal/version"
 
 	"google.golang.org/protobuf/proto"
@@ -54,6 +55,10 @@ func (b backend) Metrics() (map[string]float64, error) {
 	var m map[string]float64
 	if err := b.a.query(func() { m = b.a.metricsSnapshot() }); err != nil {
 		return nil, errStopping
+	}
+	// The host's system/* metrics are read here, off the agent's loop.
+	for k, v := range sysmetrics.Read() {
+		m[k] = v
 	}
 	return m, nil
 }
@@ -213,6 +218,7 @@ func (a *Agent) stateView() *httpapi.StateView {
 		ID:           a.agentID,
 		PID:          a.pid(),
 		Hostname:     a.cfg.Hostname,
+		Port:         a.cfg.Port,
 		Resources:    a.total.Proto(),
 		Attributes:   a.attributes,
 		Flags:        a.flags(),
@@ -247,9 +253,10 @@ func executorView(e *executor) httpapi.ExecutorView {
 		t := e.tasks[id]
 		switch {
 		case t.terminal:
-			ev.CompletedTasks = append(ev.CompletedTasks, proto.Clone(t.t).(*mesos.Task))
+			ev.TerminatedTasks = append(ev.TerminatedTasks, proto.Clone(t.t).(*mesos.Task))
 		case t.queued:
 			ev.QueuedTasks = append(ev.QueuedTasks, t.info)
+			ev.Queued = append(ev.Queued, proto.Clone(t.t).(*mesos.Task))
 		default:
 			ev.Tasks = append(ev.Tasks, proto.Clone(t.t).(*mesos.Task))
 		}
@@ -356,6 +363,8 @@ func (a *Agent) metricsSnapshot() map[string]float64 {
 	m["slave/executors_preempted"] = 0
 	m["slave/valid_status_updates"] = float64(c.validUpdates)
 	m["slave/invalid_status_updates"] = float64(c.invalidUpdates)
+	m["slave/valid_framework_messages"] = float64(c.validFrameworkMessages)
+	m["slave/invalid_framework_messages"] = float64(c.invalidFrameworkMessages)
 	m["slave/container_launch_errors"] = float64(c.containerLaunchErrors)
 	m["containerizer/mesos/container_destroy_errors"] = float64(c.containerDestroyErrors)
 	m["containerizer/fetcher/task_fetches_succeeded"] = float64(c.fetchesSucceeded)

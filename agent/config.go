@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"mezzo/internal/loglevel"
 	"net"
 	"net/http"
 	"os"
@@ -144,6 +145,9 @@ type Config struct {
 	Clock clock.Clock
 	// Logger receives the agent's logs; default discards.
 	Logger *slog.Logger
+	// Logging controls Logger's level for the operator API's
+	// SET_LOGGING_LEVEL; nil leaves the level fixed.
+	Logging *loglevel.Control
 	// HTTPClient talks to the masters. It must speak HTTP/2 without TLS
 	// (h2c) so that many agents share one connection; its Transport is used
 	// with the agent's own redirect policy. Default: a Transport speaking

@@ -221,6 +221,14 @@ func TestExecutorAPI(t *testing.T) {
 	if d := ex.next(executorpb.Event_MESSAGE).GetMessage().GetData(); string(d) != "yo" {
 		t.Errorf("message data %q", d)
 	}
+	if v := ta.metric(t, "slave/valid_framework_messages"); v != 1 {
+		t.Errorf("slave/valid_framework_messages = %v, want 1", v)
+	}
+	// A message for an executor the agent does not run is dropped and counted.
+	sub.send(&protocol.AgentEvent{Type: protocol.AgentEvent_FRAMEWORK_MESSAGE.Enum(), Epoch: proto.Uint64(1),
+		FrameworkMessage: &protocol.AgentEvent_FrameworkMessage{FrameworkId: fw.GetId(),
+			ExecutorId: &mesos.ExecutorID{Value: proto.String("nobody")}, Data: []byte("lost")}})
+	eventually(t, "invalid framework message counted", func() bool { return ta.metric(t, "slave/invalid_framework_messages") == 1 })
 	sub.send(killTask("F1", "t1", 1))
 	if k := ex.next(executorpb.Event_KILL).GetKill(); k.GetTaskId().GetValue() != "t1" {
 		t.Errorf("kill %v", k)

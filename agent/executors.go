@@ -378,10 +378,12 @@ func (a *Agent) frameworkMessage(m *protocol.AgentEvent_FrameworkMessage) {
 		e = fw.executors[m.GetExecutorId().GetValue()]
 	}
 	if e == nil || e.phase != phaseRunning || e.conn == nil {
+		a.metrics.invalidFrameworkMessages++
 		a.log.Warn("dropping framework message for an executor that is not subscribed",
 			"framework", m.GetFrameworkId().GetValue(), "executor", m.GetExecutorId().GetValue())
 		return
 	}
+	a.metrics.validFrameworkMessages++
 	e.conn.Send(&executorpb.Event{Type: executorpb.Event_MESSAGE.Enum(), Message: &executorpb.Event_Message{Data: m.GetData()}})
 }
 

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -38,6 +39,54 @@ func TestCompatExampleScheduler(t *testing.T) {
 			if code != 1 {
 				t.Fatalf("example-scheduler exit %d; output:\n%s", code, out)
 			}
+		})
+	}
+}
+
+// A Mesos agent operator-API client built on mesos-go's unmodified agent
+// library decodes every read call of a mezzo agent, in both media types.
+func TestCompatAgentOperatorAPI(t *testing.T) {
+	ops := compatBinary(t, "./agentops")
+	c := startLocal(t, 1)
+	code, out := runCmd(t, 60*time.Second, mezzoBin, "run", "--master="+c.addr, "--name=compat-task", "--", "/bin/echo", "compat-marker")
+	if code != 0 {
+		t.Fatalf("mezzo run: exit %d:\n%s", code, out)
+	}
+	var state struct {
+		Slaves []struct{ ID, PID string } `json:"slaves"`
+	}
+	if err := getJSON(c.url("/master/state"), &state); err != nil || len(state.Slaves) != 1 {
+		t.Fatalf("master state: %v %+v", err, state)
+	}
+	agentURL := "http://" + state.Slaves[0].PID[strings.Index(state.Slaves[0].PID, "@")+1:]
+	var st struct {
+		CompletedFrameworks []struct {
+			CompletedExecutors []struct{ Directory string } `json:"completed_executors"`
+		} `json:"completed_frameworks"`
+	}
+	var dir string
+	for deadline := time.Now().Add(15 * time.Second); dir == ""; {
+		if err := getJSON(agentURL+"/slave(1)/state", &st); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range st.CompletedFrameworks {
+			for _, e := range f.CompletedExecutors {
+				dir = e.Directory
+			}
+		}
+		if dir == "" && time.Now().After(deadline) {
+			t.Fatal("the finished task's executor never showed as completed on the agent")
+		}
+		time.Sleep(50 * time.Millisecond) // polling interval, bounded by the deadline
+	}
+	for _, codec := range []string{"protobuf", "json"} {
+		t.Run(codec, func(t *testing.T) {
+			code, out := runCmd(t, 60*time.Second, ops, "-agent="+agentURL+"/api/v1", "-codec="+codec, "-sandbox="+dir)
+			if code != 0 {
+				t.Fatalf("agentops: exit %d:\n%s", code, out)
+			}
+			mustContain(t, out, "GET_AGENT id="+state.Slaves[0].ID, "GET_TASKS task=compat-task state=TASK_FINISHED",
+				"LIST_FILES path="+dir+"/stdout", `compat-marker`, "GET_LOGGING_LEVEL level=1", "GET_VERSION version=1.")
 		})
 	}
 }

@@ -70,14 +70,19 @@ func TestMain(m *testing.M) {
 }
 
 // compatBinary builds (once) a mesos-go v0.0.11 command from the
-// compat/mesosgo module, e.g. "msh".
+// compat/mesosgo module, e.g. "msh", or one of that module's own
+// programs by its relative path, e.g. "./agentops".
 func compatBinary(t *testing.T, name string) string {
 	t.Helper()
 	v, _ := buildOnce.LoadOrStore(name, &buildResult{})
 	b := v.(*buildResult)
 	b.once.Do(func() {
-		b.path = filepath.Join(binDir, name)
-		cmd := exec.Command("go", "build", "-o", b.path, "github.com/mesos/mesos-go/api/v1/cmd/"+name)
+		b.path = filepath.Join(binDir, filepath.Base(name))
+		pkg := "github.com/mesos/mesos-go/api/v1/cmd/" + name
+		if strings.HasPrefix(name, "./") {
+			pkg = name // a client of the compat module itself, over mesos-go's libraries
+		}
+		cmd := exec.Command("go", "build", "-o", b.path, pkg)
 		cmd.Dir = filepath.Join(repoRoot, "compat", "mesosgo")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			b.err = fmt.Errorf("building %s: %v\n%s", name, err, out)

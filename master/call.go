@@ -66,6 +66,7 @@ func (m *Master) postFor(s *state) func(event) {
 func (m *Master) leaderCall(ctx context.Context, fn func(s *state, now time.Time) error) error {
 	return m.call(ctx, func(s *state, now time.Time) error {
 		if !s.leading {
+			s.count("master/dropped_messages")
 			return s.notLeader()
 		}
 		return fn(s, now)
@@ -76,11 +77,14 @@ func (m *Master) leaderCall(ctx context.Context, fn func(s *state, now time.Time
 // iteration, when a Snapshot() would show its change.
 func (m *Master) call(ctx context.Context, fn func(s *state, now time.Time) error) error {
 	reply := make(chan error, 1)
+	m.pendingCalls.Add(1)
 	ok := m.mbox.push(func(s *state, now time.Time) {
+		m.pendingCalls.Add(-1)
 		err := fn(s, now)
 		s.afterBatch(func() { reply <- err })
 	})
 	if !ok {
+		m.pendingCalls.Add(-1)
 		return ErrStopped
 	}
 	return m.await(ctx, reply)

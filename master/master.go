@@ -40,6 +40,9 @@ type Master struct {
 	startOnce sync.Once
 	stopOnce  sync.Once
 	started   atomic.Bool
+	// pendingCalls counts call events (HTTP requests waiting for the
+	// loop) in mbox, for EventQueueMetrics.
+	pendingCalls atomic.Int64
 }
 
 // New validates cfg, builds the allocator if none is given, and returns a

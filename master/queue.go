@@ -61,6 +61,13 @@ func (q *queue[T]) isClosed() bool {
 	return q.closed
 }
 
+// length is the number of items waiting to be drained.
+func (q *queue[T]) length() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.items)
+}
+
 // pending reports whether items are waiting to be drained.
 func (q *queue[T]) pending() bool {
 	q.mu.Lock()

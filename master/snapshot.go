@@ -86,6 +86,12 @@ type FrameworkView struct {
 	Offered []*mesos.Resource
 
 	SuppressedRoles []string
+
+	// Metrics are the framework's counters, keyed as under Mesos's
+	// master/frameworks/<name>/<id>/ (calls/<type>, events/<type>,
+	// offers/*, operations/<type>, tasks/terminal/<state>); absent keys
+	// are 0.
+	Metrics map[string]float64
 }
 
 // ExecutorView is an executor of a framework on an agent.

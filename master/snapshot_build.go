@@ -60,6 +60,10 @@ func (s *state) frameworkView(fw *framework) *FrameworkView {
 		RegisteredTime:   fw.registeredTime,
 		ReregisteredTime: fw.reregisteredTime,
 		CompletedTasks:   append([]*mesos.Task(nil), fw.completedTasks...),
+		Metrics:          make(map[string]float64, len(fw.metrics)),
+	}
+	for k, n := range fw.metrics {
+		v.Metrics[k] = n
 	}
 	for _, t := range sortedTasks(fw.tasks) {
 		v.Tasks = append(v.Tasks, t.proto)

@@ -128,6 +128,10 @@ type framework struct {
 	completedTasks   []*mesos.Task          // oldest first, bounded
 	offers           map[string]*offer
 	executors        map[string]map[string]*executor // agent ID -> executor ID
+
+	// metrics are the framework's own counters (metrics_count.go), named
+	// as under Mesos's master/frameworks/<name>/<id>/.
+	metrics map[string]float64
 }
 
 func (f *framework) has(c mesos.FrameworkInfo_Capability_Type) bool { return f.caps[c] }
@@ -322,6 +326,7 @@ func (s *state) countTerminal(st mesos.TaskState) {
 // in the master's state) and counts its terminal state.
 func (s *state) rejectTask(fw *framework, st *mesos.TaskStatus) {
 	s.countTerminal(st.GetState())
+	s.countTerminalStatus(fw.id, st, st.GetState())
 	s.forwardStatus(fw, st)
 }
 
@@ -331,7 +336,9 @@ func (s *state) sendFramework(fw *framework, ev *schedulerpb.Event) {
 	if fw.stream == nil {
 		return
 	}
-	if !fw.stream.send(ev) {
+	if fw.stream.send(ev) {
+		s.countEvent(fw, ev)
+	} else {
 		if fw.stream.q.isClosed() {
 			return // the connection ended; frameworkStreamClosed follows
 		}

@@ -48,6 +48,7 @@ func (s *state) agentErrorEvent(msg string) *protocol.AgentEvent {
 // master failover) or that was unreachable (MarkReachable). A removed agent
 // gets SHUTDOWN: it may never come back under its old ID.
 func (s *state) agentSubscribe(sub *protocol.AgentCall_Subscribe, now time.Time) (*AgentStream, error) {
+	s.countAgentSubscribe(sub.GetAgentInfo())
 	if sub == nil || sub.GetAgentInfo() == nil {
 		return nil, badRequest("Expecting 'subscribe.agent_info' to be present")
 	}
@@ -502,7 +503,9 @@ func (s *state) removeAgent(a *agent, reason string) {
 func (s *state) agentCall(call *protocol.AgentCall, now time.Time) error {
 	id := call.GetAgentId().GetValue()
 	a := s.agents[id]
+	s.countAgentCall(call)
 	if a == nil {
+		s.count("master/dropped_messages")
 		if s.gone[id] {
 			return forbidden("Agent %s was removed from the cluster", id)
 		}

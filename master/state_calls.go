@@ -13,6 +13,7 @@ import (
 // Mesos-Stream-Id (400).
 func (s *state) schedulerCall(call *schedulerpb.Call, streamID string, now time.Time) error {
 	fw := s.frameworks[call.GetFrameworkId().GetValue()]
+	s.countSchedulerCallAt(fw, call, streamID)
 	if fw == nil {
 		return badRequest("Framework cannot be found")
 	}

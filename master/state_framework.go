@@ -46,6 +46,7 @@ func newFramework(id string, info *mesos.FrameworkInfo, now time.Time) *framewor
 // of the scheduler, or the first subscription after a master failover), or
 // a framework that was removed (ERROR, stream ends).
 func (s *state) subscribe(sub *schedulerpb.Call_Subscribe, now time.Time) (*FrameworkStream, error) {
+	s.countSubscribe(sub.GetFrameworkInfo())
 	if err := validateFrameworkInfo(sub.GetFrameworkInfo()); err != nil {
 		return nil, badRequest("Failed to validate scheduler::Call: %v", err)
 	}

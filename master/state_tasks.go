@@ -91,6 +91,7 @@ func (s *state) recoverTask(t *task) {
 func (s *state) applyStatus(t *task, st *mesos.TaskStatus, latest mesos.TaskState, fromAgent bool) {
 	if mesos.IsTerminal(latest) && !mesos.IsTerminal(t.proto.GetState()) {
 		s.countTerminal(latest)
+		s.countTerminalStatus(t.fwID, st, latest)
 	}
 	p := proto.Clone(t.proto).(*mesos.Task)
 	p.State = latest.Enum()

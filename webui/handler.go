@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
+	"io"
 	"io/fs"
 	"net/http"
 	"path"
@@ -80,7 +81,11 @@ func Handler() http.Handler {
 func serve(w http.ResponseWriter, r *http.Request) {
 	a, ok := assets()[r.URL.Path]
 	if !ok || (r.URL.Path != "/" && r.URL.Path != "/index.html" && !strings.HasPrefix(r.URL.Path, "/static/")) {
-		http.NotFound(w, r)
+		// Name the path: the UI answers every path no API claims, so this
+		// is the 404 of a mistyped endpoint too.
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusNotFound)
+		io.WriteString(w, "No endpoint '"+r.URL.Path+"' on this master\n")
 		return
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {

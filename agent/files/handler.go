@@ -86,7 +86,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "debug":
 		writeJSON(w, r, h.Attached())
 	default:
-		http.NotFound(w, r)
+		textError(w, http.StatusNotFound, "No endpoint '"+r.URL.Path+"' on this agent; /files/ serves browse, read, download and debug\n")
 	}
 }
 

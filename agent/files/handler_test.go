@@ -179,9 +179,9 @@ func TestErrors(t *testing.T) {
 		{"browse no path", "/files/browse", nil, 400, "Expecting 'path=value' in query.\n"},
 		{"read no path", "/files/read", nil, 400, "Expecting 'path=value' in query.\n"},
 		{"download no path", "/files/download", url.Values{"path": {""}}, 400, "Expecting 'path=value' in query.\n"},
-		{"unknown virtual", "/files/read", url.Values{"path": {"/nope/stdout"}}, 404, ""},
-		{"missing file", "/files/read", url.Values{"path": {v + "/missing"}}, 404, ""},
-		{"file attachment used as folder", "/files/read", url.Values{"path": {"/slave/log/x"}}, 404, ""},
+		{"unknown virtual", "/files/read", url.Values{"path": {"/nope/stdout"}}, 404, "'/nope/stdout'"},
+		{"missing file", "/files/read", url.Values{"path": {v + "/missing"}}, 404, "'" + v + "/missing'"},
+		{"file attachment used as folder", "/files/read", url.Values{"path": {"/slave/log/x"}}, 404, "'/slave/log/x'"},
 		{"dotdot escape read", "/files/read", url.Values{"path": {v + "/../../outside/secret"}, "offset": {"0"}}, 400, "inaccessible"},
 		{"dotdot escape download", "/files/download", url.Values{"path": {v + "/sub/../../outside/secret"}}, 400, "inaccessible"},
 		{"dotdot escape browse", "/files/browse", url.Values{"path": {sb + "/.."}}, 400, "inaccessible"},
@@ -192,7 +192,7 @@ func TestErrors(t *testing.T) {
 		{"bad offset", "/files/read", url.Values{"path": {v + "/stdout"}, "offset": {"x"}}, 400, "Failed to parse offset"},
 		{"negative offset", "/files/read", url.Values{"path": {v + "/stdout"}, "offset": {"-2"}}, 400, "Negative offset"},
 		{"bad length", "/files/read", url.Values{"path": {v + "/stdout"}, "length": {"1.5"}}, 400, "Failed to parse length"},
-		{"unknown endpoint", "/files/nope", url.Values{"path": {v}}, 404, ""},
+		{"unknown endpoint", "/files/nope", url.Values{"path": {v}}, 404, "No endpoint '/files/nope'"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -41,28 +41,40 @@ func (h *Handler) lookup(w http.ResponseWriter, r *http.Request) (*os.File, fs.F
 		textError(w, http.StatusBadRequest, missingPath)
 		return nil, nil, target{}, ""
 	}
+	f, fi, t, err := h.openVirtual(p)
+	if err != nil {
+		textError(w, err.Status, err.Message)
+		return nil, nil, target{}, ""
+	}
+	return f, fi, t, p
+}
+
+// openVirtual resolves and opens the virtual path p. The error carries the
+// status Mesos answers: 404 when nothing is attached there or the file does
+// not exist, 400 when it is inaccessible (an escape through ".." or a
+// symlink, a permission error).
+func (h *Handler) openVirtual(p string) (*os.File, fs.FileInfo, target, *Error) {
 	t, ok := h.resolve(p)
 	if !ok {
-		http.NotFound(w, r)
-		return nil, nil, target{}, ""
+		return nil, nil, target{}, notFound(p)
 	}
 	f, err := t.open()
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			http.NotFound(w, r)
-		} else {
-			// Escapes through ".." or symlinks land here, as do permission errors.
-			textError(w, http.StatusBadRequest, fmt.Sprintf("'%s' is inaccessible.\n", p))
+			return nil, nil, target{}, notFound(p)
 		}
-		return nil, nil, target{}, ""
+		return nil, nil, target{}, &Error{http.StatusBadRequest, fmt.Sprintf("'%s' is inaccessible.\n", p)}
 	}
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
-		textError(w, http.StatusInternalServerError, fmt.Sprintf("Failed to stat '%s'.\n", p))
-		return nil, nil, target{}, ""
+		return nil, nil, target{}, &Error{http.StatusInternalServerError, fmt.Sprintf("Failed to stat '%s'.\n", p)}
 	}
-	return f, fi, t, p
+	return f, fi, t, nil
+}
+
+func notFound(p string) *Error {
+	return &Error{http.StatusNotFound, fmt.Sprintf("No file or folder '%s' is attached or exists.\n", p)}
 }
 
 // browse lists a folder: a JSON array of file infos sorted by path. A file

@@ -1,6 +1,6 @@
 // Package httpapi is the agent's HTTP surface: the v1 executor API
 // (POST /api/v1/executor), the v1 operator API (POST /api/v1: GET_HEALTH,
-// GET_METRICS, GET_CONTAINERS), the classic read endpoints (/state,
+// the read calls and the logging level), the classic read endpoints (/state,
 // /health, /metrics/snapshot, /monitor/statistics, each also under
 // /slave(1)/) and the mount point of /files/*. It owns decoding, validation, media-type negotiation, RecordIO
 // streaming and the classic JSON rendering; the agent loop (package agent)
@@ -18,6 +18,8 @@ import (
 	"strings"
 
 	"mezzo/api/executorpb"
+	"mezzo/internal/loglevel"
+	"mezzo/internal/opapi"
 )
 
 // Backend is what the agent provides to the HTTP layer. Every method may be
@@ -58,17 +60,20 @@ func Errorf(status int, format string, args ...any) *Error {
 
 // Handler serves the agent's endpoints.
 type Handler struct {
-	b     Backend
-	files http.Handler
-	log   *slog.Logger
+	b       Backend
+	files   Files
+	log     *slog.Logger
+	logging *loglevel.Control
 }
 
-// New returns the agent's HTTP handler. files serves /files/* (nil: 404).
-func New(b Backend, files http.Handler, log *slog.Logger) *Handler {
+// New returns the agent's HTTP handler. files serves /files/* and
+// LIST_FILES / READ_FILE (nil: 404). logging backs GET_/SET_LOGGING_LEVEL
+// (nil: the level reads 0 and cannot be set).
+func New(b Backend, files Files, log *slog.Logger, logging *loglevel.Control) *Handler {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Handler{b: b, files: files, log: log}
+	return &Handler{b: b, files: files, log: log, logging: logging}
 }
 
 // ServeHTTP routes by path; "/slave(1)/x" is the same endpoint as "/x"
@@ -94,7 +99,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case strings.HasPrefix(path, "/files/") && h.files != nil:
 		h.files.ServeHTTP(w, r)
 	default:
-		http.NotFound(w, r)
+		opapi.NoEndpoint(w, r, "agent")
 	}
 }
 

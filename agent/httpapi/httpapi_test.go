@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -48,6 +49,17 @@ func (f *fakeBackend) Containers() ([]ContainerUsage, error) {
 }
 func (f *fakeBackend) Metrics() (map[string]float64, error) {
 	return map[string]float64{"slave/registered": 1}, nil
+}
+
+// routeOnlyFiles is a Files whose HTTP side echoes the path, for routing
+// tests; its operator-API side has nothing attached.
+type routeOnlyFiles struct{ http.Handler }
+
+func (routeOnlyFiles) List(string) ([]*mesos.FileInfo, error) {
+	return nil, errors.New("nothing attached")
+}
+func (routeOnlyFiles) Read(string, int64, int64) ([]byte, int64, error) {
+	return nil, 0, errors.New("nothing attached")
 }
 
 func status(state mesos.TaskState) *mesos.TaskStatus {
@@ -116,7 +128,7 @@ func post(h http.Handler, path, ctype, accept string, body []byte) *httptest.Res
 
 func TestExecutorEndpoint(t *testing.T) {
 	b := &fakeBackend{}
-	h := New(b, nil, nil)
+	h := New(b, nil, nil, nil)
 	sub := baseCall(executorpb.Call_SUBSCRIBE)
 	sub.Subscribe = &executorpb.Call_Subscribe{}
 	pb, _ := proto.Marshal(sub)
@@ -185,8 +197,8 @@ func TestExecutorStream(t *testing.T) {
 }
 
 func TestRoutesAndJSONP(t *testing.T) {
-	files := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "files:"+r.URL.Path) })
-	h := New(&fakeBackend{view: &StateView{ID: "S1"}}, files, nil)
+	files := routeOnlyFiles{http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "files:"+r.URL.Path) })}
+	h := New(&fakeBackend{view: &StateView{ID: "S1"}}, files, nil, nil)
 	get := func(path string) *httptest.ResponseRecorder {
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, path, nil))
@@ -205,8 +217,8 @@ func TestRoutesAndJSONP(t *testing.T) {
 	if w := get("/slave(1)/health"); w.Code != 200 {
 		t.Errorf("health: %d", w.Code)
 	}
-	if w := get("/nope"); w.Code != 404 {
-		t.Errorf("unknown path: %d", w.Code)
+	if w := get("/nope"); w.Code != 404 || w.Body.String() != "No endpoint '/nope' on this agent\n" {
+		t.Errorf("unknown path: %d %q", w.Code, w.Body)
 	}
 	if w := get("/slave(1)/api/v1/executor"); w.Code != 405 {
 		t.Errorf("GET executor API: %d", w.Code)
@@ -270,7 +282,7 @@ func FuzzExecutorCall(f *testing.F) {
 	f.Add(pb, false)
 	f.Add([]byte(`{"type":"SUBSCRIBE","framework_id":{"value":"f"},"executor_id":{"value":"e"},"subscribe":{}}`), true)
 	f.Add([]byte(`{"type":"UPDATE"}`), true)
-	h := New(&fakeBackend{}, nil, nil)
+	h := New(&fakeBackend{}, nil, nil, nil)
 	f.Fuzz(func(t *testing.T, body []byte, json bool) {
 		ct := "application/x-protobuf"
 		if json {

@@ -2,10 +2,8 @@ package httpapi
 
 import (
 	"net/http"
-	"sort"
 
 	"mezzo/api/agentpb"
-	"mezzo/api/codec"
 	"mezzo/api/mesos"
 
 	"google.golang.org/protobuf/proto"
@@ -24,9 +22,6 @@ type ContainerUsage struct {
 	// ended meanwhile); /monitor/statistics leaves such containers out.
 	Statistics *mesos.ResourceStatistics
 }
-
-// maxOperatorBody bounds an operator call's body.
-const maxOperatorBody = 1 << 20
 
 // monitorStatistics serves /monitor/statistics(.json) as Mesos's agent
 // does: a JSON array with, per executor, framework_id, executor_id,
@@ -59,64 +54,6 @@ func (h *Handler) monitorStatistics(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, r, out)
 }
 
-// operator serves the agent's v1 operator API (POST /api/v1). It answers
-// GET_HEALTH, GET_METRICS and GET_CONTAINERS; other calls are 501.
-func (h *Handler) operator(w http.ResponseWriter, r *http.Request) {
-	mt, ok := postType(w, r)
-	if !ok {
-		return
-	}
-	respType, err := codec.ResponseType(r)
-	if err != nil {
-		writeError(w, Errorf(http.StatusNotAcceptable, "Expecting 'Accept' to allow '%s' or '%s'", codec.JSON, codec.Protobuf))
-		return
-	}
-	call := &agentpb.Call{}
-	if e := decodeCall(r, mt, maxOperatorBody, call); e != nil {
-		writeError(w, e)
-		return
-	}
-	var resp *agentpb.Response
-	switch call.GetType() {
-	case agentpb.Call_GET_HEALTH:
-		resp = &agentpb.Response{
-			Type:      agentpb.Response_GET_HEALTH.Enum(),
-			GetHealth: &agentpb.Response_GetHealth{Healthy: proto.Bool(true)},
-		}
-	case agentpb.Call_GET_METRICS:
-		m, err := h.b.Metrics()
-		if err != nil {
-			writeError(w, err)
-			return
-		}
-		resp = &agentpb.Response{Type: agentpb.Response_GET_METRICS.Enum(), GetMetrics: &agentpb.Response_GetMetrics{}}
-		for _, k := range sortedKeys(m) {
-			resp.GetMetrics.Metrics = append(resp.GetMetrics.Metrics, &mesos.Metric{Name: proto.String(k), Value: proto.Float64(m[k])})
-		}
-	case agentpb.Call_GET_CONTAINERS:
-		usage, err := h.b.Containers()
-		if err != nil {
-			writeError(w, err)
-			return
-		}
-		resp = getContainersResponse(usage)
-	case agentpb.Call_UNKNOWN:
-		writeError(w, Errorf(http.StatusBadRequest, "Failed to validate agent::Call: Expecting 'type' to be present"))
-		return
-	default:
-		writeError(w, Errorf(http.StatusNotImplemented, "Call '%s' is not supported by this agent yet", call.GetType()))
-		return
-	}
-	out, err := codec.Marshal(respType, resp)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	w.Header().Set("Content-Type", string(respType))
-	w.WriteHeader(http.StatusOK)
-	w.Write(out)
-}
-
 // getContainersResponse renders GET_CONTAINERS: every executor container
 // with its status (container id, executor pid) and, when measured, its
 // ResourceStatistics.
@@ -137,13 +74,4 @@ func getContainersResponse(usage []ContainerUsage) *agentpb.Response {
 		gc.Containers = append(gc.Containers, c)
 	}
 	return &agentpb.Response{Type: agentpb.Response_GET_CONTAINERS.Enum(), GetContainers: gc}
-}
-
-func sortedKeys(m map[string]float64) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -24,7 +24,7 @@ func testUsage() []ContainerUsage {
 }
 
 func TestMonitorStatistics(t *testing.T) {
-	h := New(&fakeBackend{containers: testUsage()}, nil, nil)
+	h := New(&fakeBackend{containers: testUsage()}, nil, nil, nil)
 	for _, path := range []string{"/monitor/statistics", "/monitor/statistics.json", "/slave(1)/monitor/statistics"} {
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, path, nil))
@@ -54,7 +54,7 @@ func TestMonitorStatistics(t *testing.T) {
 }
 
 func TestOperatorAPI(t *testing.T) {
-	h := New(&fakeBackend{containers: testUsage()}, nil, nil)
+	h := New(&fakeBackend{containers: testUsage()}, nil, nil, nil)
 	call := func(typ agentpb.Call_Type) []byte {
 		b, _ := proto.Marshal(&agentpb.Call{Type: typ.Enum()})
 		return b
@@ -87,7 +87,8 @@ func TestOperatorAPI(t *testing.T) {
 	}{
 		{"json containers", "application/json", "application/json", []byte(`{"type":"GET_CONTAINERS"}`), 200},
 		{"health", "application/json", "", []byte(`{"type":"GET_HEALTH"}`), 200},
-		{"metrics", "application/x-protobuf", "", call(agentpb.Call_GET_METRICS), 200},
+		{"metrics", "application/json", "", []byte(`{"type":"GET_METRICS","get_metrics":{}}`), 200},
+		{"metrics without get_metrics", "application/x-protobuf", "", call(agentpb.Call_GET_METRICS), 400},
 		{"unsupported", "application/x-protobuf", "", call(agentpb.Call_LAUNCH_NESTED_CONTAINER), 501},
 		{"no type", "application/json", "", []byte(`{}`), 400},
 		{"garbage", "application/json", "", []byte(`{`), 400},
@@ -112,7 +113,7 @@ func TestOperatorAPI(t *testing.T) {
 func FuzzOperatorCall(f *testing.F) {
 	f.Add([]byte(`{"type":"GET_CONTAINERS"}`), true)
 	f.Add([]byte{8, 10}, false)
-	h := New(&fakeBackend{containers: testUsage()}, nil, nil)
+	h := New(&fakeBackend{containers: testUsage()}, nil, nil, nil)
 	f.Fuzz(func(t *testing.T, body []byte, json bool) {
 		ct := "application/x-protobuf"
 		if json {

@@ -25,8 +25,10 @@ type StateView struct {
 	// ID is the agent ID ("" until registered).
 	ID string
 	// PID is "slave(1)@ip:port".
-	PID        string
-	Hostname   string
+	PID      string
+	Hostname string
+	// Port is the agent's HTTP port (AgentInfo.port in GET_AGENT).
+	Port       int
 	Resources  []*mesos.Resource
 	Attributes []*mesos.Attribute
 	// MasterHostname is the hostname of the master the agent is registered
@@ -53,10 +55,15 @@ type ExecutorView struct {
 	ContainerID string
 	Directory   string
 	// Tasks are the launched, non-terminal tasks; QueuedTasks await the
-	// executor's subscription; CompletedTasks have ended.
-	Tasks          []*mesos.Task
-	QueuedTasks    []*mesos.TaskInfo
-	CompletedTasks []*mesos.Task
+	// executor's subscription (Queued is the same tasks as Task, in
+	// TASK_STAGING); TerminatedTasks have ended but their terminal update
+	// is not yet acknowledged; CompletedTasks have ended and are
+	// acknowledged.
+	Tasks           []*mesos.Task
+	QueuedTasks     []*mesos.TaskInfo
+	Queued          []*mesos.Task
+	TerminatedTasks []*mesos.Task
+	CompletedTasks  []*mesos.Task
 }
 
 // summary renders resources as Mesos's classic endpoints do.
@@ -238,8 +245,9 @@ func renderExecutor(e ExecutorView) map[string]any {
 	for _, t := range e.QueuedTasks {
 		queued = append(queued, renderTaskInfo(t))
 	}
-	completed := make([]any, 0, len(e.CompletedTasks))
-	for _, t := range e.CompletedTasks {
+	// /state lists terminated and completed tasks together, as Mesos does.
+	completed := make([]any, 0, len(e.TerminatedTasks)+len(e.CompletedTasks))
+	for _, t := range append(append([]*mesos.Task(nil), e.TerminatedTasks...), e.CompletedTasks...) {
 		completed = append(completed, RenderTask(t))
 	}
 	out := map[string]any{

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"mezzo/internal/loglevel"
 	"net"
 	"net/http"
 	"os"
@@ -26,16 +27,18 @@ import (
 type agentFlags struct {
 	master, ip, hostname, workDir, resources, attributes, logLevel string
 	port                                                           int
-	registrationTimeout, shutdownGrace                             *time.Duration
-	reregistrationTimeout, recoveryTimeout                         *time.Duration
-	containerizers, isolation, recover, reconfigurationPolicy      string
-	cgroupsHierarchy, cgroupsRoot                                  string
-	cgroupsEnableCFS, cgroupsLimitSwap                             bool
-	fetcherCacheDir, fetcherAllowedDirs                            string
-	fetcherCacheSize                                               bytesValue
-	dockerSocket, sandboxDirectory, runtimeDir                     string
-	dockerRemoveDelay                                              *time.Duration
-	dockerKillOrphans, directCommandTasks                          bool
+	// logging is the logger's level control, for SET_LOGGING_LEVEL.
+	logging                                                   *loglevel.Control
+	registrationTimeout, shutdownGrace                        *time.Duration
+	reregistrationTimeout, recoveryTimeout                    *time.Duration
+	containerizers, isolation, recover, reconfigurationPolicy string
+	cgroupsHierarchy, cgroupsRoot                             string
+	cgroupsEnableCFS, cgroupsLimitSwap                        bool
+	fetcherCacheDir, fetcherAllowedDirs                       string
+	fetcherCacheSize                                          bytesValue
+	dockerSocket, sandboxDirectory, runtimeDir                string
+	dockerRemoveDelay                                         *time.Duration
+	dockerKillOrphans, directCommandTasks                     bool
 	// killOnExit makes the agent kill every executor when it stops (mezzo
 	// local); a standalone agent leaves checkpointing executors running.
 	killOnExit bool
@@ -154,6 +157,7 @@ func startAgent(ctx context.Context, f *agentFlags, ln net.Listener, client *htt
 		},
 		HTTPClient: client,
 		Logger:     log,
+		Logging:    f.logging,
 		Version:    version.Version,
 	})
 	if err != nil {
@@ -210,7 +214,8 @@ func runAgent(args []string, _, stderr io.Writer) int {
 	if code := parseFlags(fs, args); code >= 0 {
 		return code
 	}
-	log := logger(stderr, f.logLevel)
+	log, logging := logger(stderr, f.logLevel)
+	f.logging = logging
 	ctx, cancel := signalContext()
 	defer cancel()
 	ln, err := net.Listen("tcp", net.JoinHostPort(f.ip, strconv.Itoa(f.port)))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"mezzo/internal/loglevel"
 	"os"
 	"strings"
 	"time"
@@ -68,13 +69,17 @@ func parseFlags(fs *flag.FlagSet, args []string) int {
 	return -1
 }
 
-// logger returns a text logger at the named level ("debug", "info", "warn", "error").
-func logger(w io.Writer, level string) *slog.Logger {
+// logger returns a text logger at the named level ("debug", "info", "warn",
+// "error") and the control through which the operator API's
+// SET_LOGGING_LEVEL changes that level for a while.
+func logger(w io.Writer, level string) (*slog.Logger, *loglevel.Control) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(strings.ToUpper(level))); err != nil {
 		l = slog.LevelInfo
 	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
+	lv := &slog.LevelVar{}
+	lv.Set(l)
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: lv})), loglevel.New(lv, nil)
 }
 
 // parseWeights parses --weights "role1=2,role2=0.5".

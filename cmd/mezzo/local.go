@@ -55,7 +55,8 @@ func runLocal(args []string, stdout, stderr io.Writer) int {
 		}
 		nMasters = n
 	}
-	log := logger(stderr, mf.logLevel)
+	log, logging := logger(stderr, mf.logLevel)
+	mf.logging, af.logging = logging, logging
 
 	ctx, cancel := signalContext()
 	defer cancel()

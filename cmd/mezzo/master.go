@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"mezzo/internal/loglevel"
 	"net"
 	"net/http"
 	"strconv"
@@ -23,8 +24,10 @@ import (
 type masterFlags struct {
 	ip, hostname, workDir, allocator, weights, minAllocatable, logLevel string
 	port, maxAgentPingTimeouts                                          int
-	revocation, profiling                                               bool
-	allocationInterval, offerTimeout, agentPingTimeout                  *time.Duration
+	// logging is the logger's level control, for SET_LOGGING_LEVEL.
+	logging                                            *loglevel.Control
+	revocation, profiling                              bool
+	allocationInterval, offerTimeout, agentPingTimeout *time.Duration
 
 	// High availability and the registry.
 	masters, registry, agentRemovalRateLimit                             string
@@ -197,7 +200,11 @@ func startMaster(ctx context.Context, f *masterFlags, fs *flag.FlagSet, ln net.L
 	if reg != nil {
 		wait = max(4**f.raftTimeout, 2*time.Second)
 	}
-	srv := newServer(httpapi.New(m, httpapi.Options{Logger: log, LeaderWait: wait, UI: webui.Handler(), Profiling: f.profiling}))
+	opts := httpapi.Options{Logger: log, Logging: f.logging, LeaderWait: wait, UI: webui.Handler(), Profiling: f.profiling}
+	if reg != nil {
+		opts.ExtraMetrics = reg.reg.Metrics
+	}
+	srv := newServer(httpapi.New(m, opts))
 	r := &runningMaster{m: m, srv: srv, ln: ln, reg: reg, done: make(chan error, 1), fatal: fatal}
 	go func() {
 		err := serve(ctx, srv, ln)
@@ -216,7 +223,8 @@ func runMaster(args []string, _, stderr io.Writer) int {
 	if code := parseFlags(fs, args); code >= 0 {
 		return code
 	}
-	log := logger(stderr, f.logLevel)
+	log, logging := logger(stderr, f.logLevel)
+	f.logging = logging
 	tuneMasterGC()
 	ctx, cancel := signalContext()
 	defer cancel()

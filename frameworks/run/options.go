@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"mezzo/api/codec"
+	"mezzo/api/mesos"
 	"mezzo/internal/clock"
 )
 
@@ -43,6 +44,11 @@ type Options struct {
 	// Resources the task needs, in Mesos text form (default
 	// "cpus:0.1;mem:32").
 	Resources string
+	// Task, when set, is the task to launch instead of Command, Shell and
+	// Resources (mesos-execute --task; see ParseTask): Run launches it as
+	// given on the first offer holding its resources, with agent_id set
+	// from the offer and name and task_id defaulting to Name and TaskID.
+	Task *mesos.TaskInfo
 	// Name of the framework's task and of the task id (default "mezzo-run").
 	Name string
 	// TaskID overrides the task id (default: Name, as mesos-execute does).
@@ -73,7 +79,14 @@ func (o *Options) validate() error {
 	if len(o.Masters) == 0 {
 		return errors.New("no master address given")
 	}
-	if len(o.Command) == 0 || strings.TrimSpace(strings.Join(o.Command, " ")) == "" {
+	switch {
+	case o.Task != nil && len(o.Command) > 0:
+		return errors.New("give either a task file or a command, not both")
+	case o.Task != nil && o.Shell:
+		return errors.New("the shell option applies to a command, not a task file (set command.shell in it)")
+	case o.Task != nil && o.Resources != "":
+		return errors.New("a task file carries its own resources; leave the resources option out")
+	case o.Task == nil && (len(o.Command) == 0 || strings.TrimSpace(strings.Join(o.Command, " ")) == ""):
 		return errors.New("no command given")
 	}
 	if o.Resources == "" {
@@ -81,6 +94,9 @@ func (o *Options) validate() error {
 	}
 	if o.Name == "" {
 		o.Name = DefaultName
+	}
+	if o.TaskID == "" {
+		o.TaskID = o.Task.GetTaskId().GetValue()
 	}
 	if o.TaskID == "" {
 		o.TaskID = o.Name

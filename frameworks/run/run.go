@@ -28,8 +28,15 @@ func Run(ctx context.Context, opts Options) (exitCode int, err error) {
 	if err := opts.validate(); err != nil {
 		return ExitUsage, err
 	}
-	need, err := wanted(opts.Resources, opts.Role)
-	if err != nil {
+	var need []resources.Resources
+	if opts.Task != nil {
+		// The task file's resources, as written (ParseTask validated them).
+		r, err := resources.FromProto(opts.Task.GetResources())
+		if err != nil {
+			return ExitUsage, fmt.Errorf("task resources: %w", err)
+		}
+		need = []resources.Resources{r}
+	} else if need, err = wanted(opts.Resources, opts.Role); err != nil {
 		return ExitUsage, fmt.Errorf("--resources: %w", err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -237,6 +244,15 @@ func (r *runner) match(o *mesos.Offer) (resources.Resources, bool) {
 }
 
 func (r *runner) task(agent *mesos.AgentID, res resources.Resources) *mesos.TaskInfo {
+	if r.opts.Task != nil {
+		t := proto.CloneOf(r.opts.Task)
+		t.AgentId = proto.CloneOf(agent)
+		t.TaskId = proto.CloneOf(r.taskID)
+		if t.GetName() == "" {
+			t.Name = proto.String(r.opts.Name)
+		}
+		return t
+	}
 	return &mesos.TaskInfo{
 		Name:      proto.String(r.opts.Name),
 		TaskId:    proto.CloneOf(r.taskID),

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -248,6 +250,54 @@ func TestRunScenarios(t *testing.T) {
 				}
 			},
 		},
+		{
+			name: "task file, launched as written",
+			opts: run.Options{Task: mustParseTask(`{"name":"from-file","task_id":{"value":"t-file"},
+				"resources":[{"name":"cpus","type":"SCALAR","scalar":{"value":0.5}},{"name":"mem","type":"SCALAR","scalar":{"value":64}}],
+				"command":{"value":"echo $GREETING","environment":{"variables":[{"name":"GREETING","value":"hi"}]}},
+				"labels":{"labels":[{"key":"k","value":"v"}]}}`)},
+			offers: [][]*mesos.Offer{
+				{offer("O0", "a0", "cpus:0.25;mem:4096")},
+				{offer("O1", "a1", "cpus:1;mem:128")},
+			},
+			updates:   []update{{state: mesos.TaskState_TASK_FINISHED, source: executor}},
+			wantCode:  0,
+			wantLines: []string{"t-file TASK_FINISHED source=SOURCE_EXECUTOR"},
+			wantAcks:  1,
+			check: func(t *testing.T, task *mesos.TaskInfo, m *schedulertest.Master) {
+				if task.GetName() != "from-file" || task.GetTaskId().GetValue() != "t-file" ||
+					task.GetCommand().GetValue() != "echo $GREETING" || task.GetCommand().GetEnvironment().GetVariables()[0].GetValue() != "hi" ||
+					task.GetLabels().GetLabels()[0].GetKey() != "k" {
+					t.Errorf("task = %v", task)
+				}
+				got, _ := resources.FromProto(task.GetResources())
+				if !got.Equal(resources.MustParse("cpus:0.5;mem:64")) {
+					t.Errorf("task resources = %v", got)
+				}
+			},
+		},
+		{
+			name: "task file without name or task_id, reserved resources under --role",
+			opts: run.Options{Name: "nameless", Role: "db", Task: mustParseTask(`{
+				"resources":[{"name":"cpus","type":"SCALAR","scalar":{"value":1},"role":"db"}],
+				"command":{"value":"true"}}`)},
+			offers: [][]*mesos.Offer{
+				{offer("O0", "a0", "cpus:4")},
+				{offer("O1", "a1", "cpus(db):2")},
+			},
+			updates:   []update{{state: mesos.TaskState_TASK_FINISHED, source: executor}},
+			wantCode:  0,
+			wantLines: []string{"nameless TASK_FINISHED source=SOURCE_EXECUTOR"},
+			wantAcks:  1,
+			check: func(t *testing.T, task *mesos.TaskInfo, m *schedulertest.Master) {
+				if task.GetName() != "nameless" || task.GetTaskId().GetValue() != "nameless" {
+					t.Errorf("name %q, task id %q: want both filled from Name", task.GetName(), task.GetTaskId().GetValue())
+				}
+				if fi := m.Calls(schedulerpb.Call_SUBSCRIBE)[0].GetSubscribe().GetFrameworkInfo(); fi.GetRole() != "db" {
+					t.Errorf("framework role %q, want db", fi.GetRole())
+				}
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -317,6 +367,9 @@ func TestRunUsageErrors(t *testing.T) {
 		{"no master", run.Options{Command: []string{"ls"}}, "no master"},
 		{"bad resources", run.Options{Masters: []string{"127.0.0.1:1"}, Command: []string{"ls"}, Resources: "cpus:lots"}, "--resources"},
 		{"unreachable", run.Options{Masters: []string{dead}, Command: []string{"ls"}, Clock: instantClock()}, "cannot subscribe"},
+		{"task and command", run.Options{Masters: []string{"127.0.0.1:1"}, Command: []string{"ls"}, Task: mustParseTask(minimalTask)}, "not both"},
+		{"task and resources", run.Options{Masters: []string{"127.0.0.1:1"}, Resources: "cpus:1", Task: mustParseTask(minimalTask)}, "resources option"},
+		{"task and shell", run.Options{Masters: []string{"127.0.0.1:1"}, Shell: true, Task: mustParseTask(minimalTask)}, "shell"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -435,5 +488,79 @@ func TestStatusLine(t *testing.T) {
 		if mesos.IsTerminal(st) != want {
 			t.Errorf("mesos.IsTerminal(%v) = %v", st, !want)
 		}
+	}
+}
+
+const minimalTask = `{"resources":[{"name":"cpus","type":"SCALAR","scalar":{"value":1}}],"command":{"value":"true"}}`
+
+func mustParseTask(js string) *mesos.TaskInfo {
+	t, err := run.ParseTask([]byte(js))
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+// A task file's mistakes are reported naming the field, before anything
+// reaches a master.
+func TestParseTaskErrors(t *testing.T) {
+	cpus := `"resources":[{"name":"cpus","type":"SCALAR","scalar":{"value":1}}]`
+	tests := []struct {
+		name, json, want string
+	}{
+		{"not JSON", `{`, "not a JSON object"},
+		{"an array", `[]`, "not a JSON object"},
+		{"null", `null`, "not a JSON object"},
+		{"unknown field", `{` + cpus + `,"command":{"value":"x"},"comand":{}}`, "unknown field 'comand'"},
+		{"unknown nested field", `{` + cpus + `,"command":{"value":"x","enviroment":{}}}`, "unknown field 'command.enviroment'"},
+		{"unknown field in a list", `{"resources":[{"name":"cpus","type":"SCALAR","scalar":{"value":1},"rol":"db"}],"command":{"value":"x"}}`, "unknown field 'resources[0].rol'"},
+		{"wrong type", `{` + cpus + `,"command":{"value":7}}`, "command.value"},
+		{"no resources", `{"command":{"value":"x"}}`, "'resources' is missing"},
+		{"negative cpus", `{"resources":[{"name":"cpus","type":"SCALAR","scalar":{"value":-1}}],"command":{"value":"x"}}`, "invalid 'resources'"},
+		{"scalar without value", `{"resources":[{"name":"cpus","type":"SCALAR"}],"command":{"value":"x"}}`, "resources"},
+		{"neither command nor executor", `{` + cpus + `}`, "one of 'command' or 'executor'"},
+		{"both", `{` + cpus + `,"command":{"value":"x"},"executor":{"executor_id":{"value":"e"},"command":{"value":"x"}}}`, "not both"},
+		{"empty command", `{` + cpus + `,"command":{}}`, "'command.value'"},
+		{"empty task id", `{` + cpus + `,"command":{"value":"x"},"task_id":{"value":""}}`, "'task_id.value'"},
+		{"executor without id", `{` + cpus + `,"executor":{"command":{"value":"x"}}}`, "executor.executor_id"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := run.ParseTask([]byte(tt.json))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("ParseTask(%s) = %v, want an error naming %q", tt.json, err, tt.want)
+			}
+		})
+	}
+	// What may be left out is left unset, for Run to fill.
+	task, err := run.ParseTask([]byte(minimalTask))
+	if err != nil || task.Name != nil || task.TaskId != nil || task.AgentId != nil {
+		t.Errorf("minimal task = %v, %v", task, err)
+	}
+}
+
+// LoadTask takes what mesos-execute --task takes: a path, a file:// URL or
+// the JSON itself.
+func TestLoadTask(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "task.json")
+	if err := os.WriteFile(path, []byte(minimalTask), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{path, "file://" + path, minimalTask, "  " + minimalTask} {
+		task, err := run.LoadTask(v)
+		if err != nil || task.GetCommand().GetValue() != "true" {
+			t.Errorf("LoadTask(%q) = %v, %v", v, task, err)
+		}
+	}
+	if _, err := run.LoadTask(filepath.Join(dir, "missing.json")); err == nil || !strings.Contains(err.Error(), "missing.json") {
+		t.Errorf("missing file: %v", err)
+	}
+	bad := filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(bad, []byte(`{"command":{"value":"x"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run.LoadTask(bad); err == nil || !strings.Contains(err.Error(), bad+": 'resources' is missing") {
+		t.Errorf("bad file: %v", err)
 	}
 }

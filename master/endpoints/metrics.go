@@ -10,6 +10,7 @@ import (
 
 	"mezzo/api/mesos"
 	"mezzo/internal/stout"
+	"mezzo/internal/sysmetrics"
 	"mezzo/master"
 	"mezzo/resources"
 )
@@ -37,6 +38,9 @@ var TerminalTaskCounters = []string{
 func Metrics(s *master.Snapshot, now time.Time) map[string]float64 {
 	m := make(map[string]float64, 64+len(s.Counters))
 	for _, k := range TerminalTaskCounters {
+		m[k] = 0
+	}
+	for _, k := range master.MessageCounters {
 		m[k] = 0
 	}
 	for k, v := range s.Counters {
@@ -95,6 +99,9 @@ func Metrics(s *master.Snapshot, now time.Time) map[string]float64 {
 	m["master/tasks_running"] = live[mesos.TaskState_TASK_RUNNING]
 	m["master/tasks_killing"] = live[mesos.TaskState_TASK_KILLING]
 	m["master/tasks_unreachable"] = unreachable
+	for k, v := range frameworkMetrics(s) {
+		m[k] = v
+	}
 
 	var total, used []*mesos.Resource
 	for _, a := range s.Agents {
@@ -114,12 +121,21 @@ func Metrics(s *master.Snapshot, now time.Time) map[string]float64 {
 var allocatorCounters = []string{"allocator/mesos/allocation_runs"}
 
 // metrics is Metrics merged with the allocator's metrics when the Source
-// reports them: allocation runs and run times with
-// percentiles, per-role dominant shares, offer filters and quota.
+// reports them (AllocatorMetricser): allocation runs and run times with
+// percentiles, per-role dominant shares, offer filters and quota; with the
+// host's system/* metrics; and with Options.ExtraMetrics (the registrar's).
 func (h *handlers) metrics(s *master.Snapshot) map[string]float64 {
 	m := Metrics(s, h.clock.Now())
 	for k, v := range h.src.AllocatorMetrics() {
 		m[k] = v
+	}
+	for k, v := range sysmetrics.Read() {
+		m[k] = v
+	}
+	if h.extra != nil {
+		for k, v := range h.extra() {
+			m[k] = v
+		}
 	}
 	return m
 }
@@ -183,6 +199,15 @@ func (h *handlers) prometheus(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, k := range allocatorCounters {
 		counters[k] = true
+	}
+	for _, k := range master.MessageCounters {
+		counters[k] = true
+	}
+	for _, f := range s.Frameworks {
+		prefix := FrameworkMetricPrefix(f.Info)
+		for _, k := range frameworkCounterKeys() {
+			counters[prefix+k] = true
+		}
 	}
 	var buf bytes.Buffer
 	emitted := make(map[string]bool, len(names))

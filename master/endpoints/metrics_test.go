@@ -4,8 +4,14 @@ import (
 	"encoding/json"
 	"math"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	"mezzo/api/mesos"
+	"mezzo/internal/clock"
 )
 
 // mesosMasterGauges are the keys Mesos's master always reports
@@ -121,6 +127,71 @@ func TestPrometheusName(t *testing.T) {
 	for in, want := range tests {
 		if got := PrometheusName(in); got != want {
 			t.Errorf("PrometheusName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// The master's snapshot carries the host's system/* metrics and whatever
+// Options.ExtraMetrics reports (the registrar's registrar/*).
+func TestMetricsSystemAndExtra(t *testing.T) {
+	mux := http.NewServeMux()
+	Register(mux, newFakeSource(testSnapshot()), Options{Version: "1.12.0", Clock: clock.NewFake(testNow),
+		ExtraMetrics: func() map[string]float64 { return map[string]float64{"registrar/queued_operations": 3} }})
+	w := do(mux, httptest.NewRequest(http.MethodGet, "/metrics/snapshot", nil))
+	var m map[string]float64
+	if err := json.Unmarshal(w.Body.Bytes(), &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"system/cpus_total", "system/load_1min", "system/load_5min", "system/load_15min",
+		"system/mem_total_bytes", "system/mem_free_bytes"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("missing %s", k)
+		}
+	}
+	if m["system/cpus_total"] < 1 || m["registrar/queued_operations"] != 3 {
+		t.Errorf("cpus %v, registrar/queued_operations %v", m["system/cpus_total"], m["registrar/queued_operations"])
+	}
+}
+
+// Per-framework metrics appear under master/frameworks/<encoded name>/<id>/
+// with every counter Mesos creates (0 until it moves), the subscribed gauge
+// and the active task gauges; message counters read 0 before any call.
+func TestFrameworkMetrics(t *testing.T) {
+	s := testSnapshot()
+	fw := s.Frameworks[0]
+	fw.Info = proto.Clone(fw.Info).(*mesos.FrameworkInfo)
+	fw.Info.Name = proto.String("web fw/1")
+	fw.Metrics = map[string]float64{"calls/accept": 3, "calls": 3, "offers/sent": 7}
+	m := Metrics(s, testNow)
+	p := "master/frameworks/web%20fw%2F1/m1-0000/"
+	want := map[string]float64{
+		p + "calls": 3, p + "calls/accept": 3, p + "calls/decline": 0, p + "offers/sent": 7, p + "offers/rescinded": 0,
+		p + "events/update": 0, p + "operations/reserve": 0, p + "tasks/terminal/task_finished": 0,
+		p + "tasks/active/task_running": 1, p + "tasks/active/task_staging": 0, p + "subscribed": 1,
+		"master/messages_launch_tasks": 0, "master/dropped_messages": 0, "master/messages_reregister_slave": 0,
+	}
+	for k, v := range want {
+		got, ok := m[k]
+		if !ok || got != v {
+			t.Errorf("%s = %v (present %v), want %v", k, got, ok, v)
+		}
+	}
+	if _, ok := m[p+"calls/unknown"]; ok {
+		t.Error("calls/unknown reported")
+	}
+}
+
+func TestEncodeName(t *testing.T) {
+	for in, want := range map[string]string{
+		"marathon":   "marathon",
+		"my fw/1":    "my%20fw%2F1",
+		"a:b@c?d=e":  "a%3Ab%40c%3Fd%3De",
+		"ok-._!()*'": "ok-._!()*'",
+		"tab\there":  "tab%09here",
+		"é":          "%C3%A9",
+	} {
+		if got := encodeName(in); got != want {
+			t.Errorf("encodeName(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"mezzo/api/codec"
 	"mezzo/api/masterpb"
+	"mezzo/internal/opapi"
 	"mezzo/master"
 )
 
@@ -116,6 +117,14 @@ func (h *handlers) operator(w http.ResponseWriter, r *http.Request) {
 		return
 	case masterpb.Call_UPDATE_WEIGHTS, masterpb.Call_UPDATE_QUOTA, masterpb.Call_SET_QUOTA, masterpb.Call_REMOVE_QUOTA:
 		h.roleWriteCall(w, r, call)
+		return
+	case masterpb.Call_SET_LOGGING_LEVEL:
+		sl := call.GetSetLoggingLevel()
+		if status, err := opapi.SetLoggingLevel(h.logging, sl.GetLevel(), sl.GetDuration()); err != nil {
+			writeText(w, status, err.Error())
+			return
+		}
+		opapi.WriteEmpty(w)
 		return
 	case masterpb.Call_MARK_AGENT_GONE:
 		h.markAgentGone(w, r, call.GetMarkAgentGone().GetAgentId().GetValue())

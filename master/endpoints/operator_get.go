@@ -1,13 +1,13 @@
 package endpoints
 
 import (
-	"sort"
 	"time"
 
 	"google.golang.org/protobuf/proto"
 
 	"mezzo/api/masterpb"
 	"mezzo/api/mesos"
+	"mezzo/internal/opapi"
 	"mezzo/master"
 )
 
@@ -35,19 +35,14 @@ func (h *handlers) getResponse(c *masterpb.Call, s *master.Snapshot) *masterpb.R
 			GetFlags: &masterpb.Response_GetFlags{Flags: flags},
 		}
 	case masterpb.Call_GET_METRICS:
-		ms := h.metrics(s)
-		names := make([]string, 0, len(ms))
-		for k := range ms {
-			names = append(names, k)
-		}
-		sort.Strings(names)
-		metrics := make([]*mesos.Metric, 0, len(names))
-		for _, k := range names {
-			metrics = append(metrics, &mesos.Metric{Name: proto.String(k), Value: proto.Float64(ms[k])})
-		}
 		return &masterpb.Response{
 			Type:       masterpb.Response_GET_METRICS.Enum(),
-			GetMetrics: &masterpb.Response_GetMetrics{Metrics: metrics},
+			GetMetrics: &masterpb.Response_GetMetrics{Metrics: opapi.Metrics(h.metrics(s))},
+		}
+	case masterpb.Call_GET_LOGGING_LEVEL:
+		return &masterpb.Response{
+			Type:            masterpb.Response_GET_LOGGING_LEVEL.Enum(),
+			GetLoggingLevel: &masterpb.Response_GetLoggingLevel{Level: proto.Uint32(opapi.LoggingLevel(h.logging))},
 		}
 	case masterpb.Call_GET_STATE:
 		return &masterpb.Response{Type: masterpb.Response_GET_STATE.Enum(), GetState: getState(s)}

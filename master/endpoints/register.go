@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"mezzo/internal/clock"
+	"mezzo/internal/loglevel"
 	"mezzo/master"
 )
 
@@ -24,6 +25,12 @@ type Options struct {
 	Clock clock.Clock
 	// HeartbeatInterval overrides DefaultHeartbeatInterval (tests).
 	HeartbeatInterval time.Duration
+	// Logging backs GET_/SET_LOGGING_LEVEL; nil leaves the level fixed.
+	Logging *loglevel.Control
+	// ExtraMetrics adds metrics kept outside the master's loop to
+	// /metrics/snapshot, /metrics and GET_METRICS (the registrar's
+	// registrar/*); nil adds none.
+	ExtraMetrics func() map[string]float64
 }
 
 // Register installs every endpoint on mux. Routes exist both with and
@@ -65,6 +72,8 @@ type handlers struct {
 	log       *slog.Logger
 	clock     clock.Clock
 	heartbeat time.Duration
+	logging   *loglevel.Control
+	extra     func() map[string]float64
 }
 
 func newHandlers(src Source, opts Options) *handlers {
@@ -74,6 +83,8 @@ func newHandlers(src Source, opts Options) *handlers {
 		log:       opts.Logger,
 		clock:     opts.Clock,
 		heartbeat: opts.HeartbeatInterval,
+		logging:   opts.Logging,
+		extra:     opts.ExtraMetrics,
 	}
 	if h.version == "" {
 		h.version = buildInfo().Version

@@ -15,6 +15,7 @@ import (
 	"mezzo/api/masterpb"
 	"mezzo/api/mesos"
 	"mezzo/api/quotapb"
+	"mezzo/internal/opapi"
 	"mezzo/master"
 )
 
@@ -180,7 +181,7 @@ func (h *handlers) quota(w http.ResponseWriter, r *http.Request) {
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
 		if hasRole {
-			http.NotFound(w, r)
+			opapi.NoEndpoint(w, r, "master")
 			return
 		}
 		body, err := codec.Marshal(codec.JSON, quotaStatus(s))
@@ -191,7 +192,7 @@ func (h *handlers) quota(w http.ResponseWriter, r *http.Request) {
 		h.writeJSON(w, r, json.RawMessage(body))
 	case http.MethodPost:
 		if hasRole {
-			http.NotFound(w, r)
+			opapi.NoEndpoint(w, r, "master")
 			return
 		}
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxCallBody))

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"mezzo/internal/loglevel"
+	"mezzo/internal/opapi"
 	"mezzo/internal/version"
 	"mezzo/master"
 	"mezzo/master/endpoints"
@@ -36,6 +38,12 @@ type Options struct {
 	// heap, goroutines). Off by default: they reveal internals and a CPU
 	// profile costs the master while it runs.
 	Profiling bool
+	// Logging backs the operator calls GET_/SET_LOGGING_LEVEL; nil leaves
+	// the level fixed (SET answers 501).
+	Logging *loglevel.Control
+	// ExtraMetrics adds metrics kept outside the master (the registrar's)
+	// to the metrics endpoints; nil adds none.
+	ExtraMetrics func() map[string]float64
 }
 
 // The master is the operator endpoints' Source: checked here, where the
@@ -82,13 +90,23 @@ func New(m *master.Master, opts Options) http.Handler {
 	mux.HandleFunc("/master/version", s.version)
 	mux.HandleFunc("/redirect", s.redirect)
 	mux.HandleFunc("/master/redirect", s.redirect)
-	mux.HandleFunc("/redirect/", http.NotFound)
-	mux.HandleFunc("/master/redirect/", http.NotFound)
+	mux.HandleFunc("/redirect/", noEndpoint)
+	mux.HandleFunc("/master/redirect/", noEndpoint)
 	endpoints.Register(mux, m, endpoints.Options{
 		Version:           cfg.Version,
 		Logger:            s.log,
 		Clock:             cfg.Clock,
 		HeartbeatInterval: cfg.HeartbeatInterval,
+		Logging:           opts.Logging,
+		ExtraMetrics: func() map[string]float64 {
+			out := m.EventQueueMetrics()
+			if opts.ExtraMetrics != nil {
+				for k, v := range opts.ExtraMetrics() {
+					out[k] = v
+				}
+			}
+			return out
+		},
 	})
 	if opts.Profiling {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
@@ -99,6 +117,8 @@ func New(m *master.Master, opts Options) http.Handler {
 	}
 	if opts.UI != nil {
 		mux.Handle("/", opts.UI)
+	} else {
+		mux.HandleFunc("/", noEndpoint)
 	}
 	// The agent protocol skips the mux: after a failover every agent
 	// subscribes at once, and the mux's route matching was where each
@@ -112,6 +132,9 @@ func New(m *master.Master, opts Options) http.Handler {
 		mux.ServeHTTP(w, r)
 	})
 }
+
+// noEndpoint answers 404 naming the path nothing serves.
+func noEndpoint(w http.ResponseWriter, r *http.Request) { opapi.NoEndpoint(w, r, "master") }
 
 // health answers 200 with an empty body, as Mesos's /health does.
 func health(w http.ResponseWriter, r *http.Request) {

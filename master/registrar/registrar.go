@@ -62,6 +62,11 @@ type Registrar struct {
 	recovered bool
 	broken    error // why the registrar is not recovered (a failed write)
 	stats     Stats
+	timers    timers // write and fetch durations, for Metrics
+	// The encoded registry's size at sizeVersion (registrySize's cache).
+	size        int
+	sizeVersion uint64
+	sizeValid   bool
 
 	wake    chan struct{}
 	stop    chan struct{}
@@ -349,6 +354,7 @@ func (r *Registrar) write(ctx context.Context, items []item) error {
 		r.stats.WriteTime += took
 		r.stats.Operations += uint64(len(accepted))
 		r.stats.LargestBatch = max(r.stats.LargestBatch, len(accepted))
+		r.timers.store.add(took)
 	}
 	r.mu.Unlock()
 	if err != nil {
@@ -363,10 +369,16 @@ func (r *Registrar) write(ctx context.Context, items []item) error {
 // recover serves one Recover call on the registrar's goroutine.
 func (r *Registrar) recover(req *recoverReq) {
 	res := func(reg *Registry, err error) { req.reply <- recoverResult{reg, err} }
+	start := time.Now()
 	if err := r.cfg.Store.Barrier(req.ctx); err != nil {
 		res(nil, fmt.Errorf("registrar: recover: barrier: %w", err))
 		return
 	}
+	// Fetching the registry is catching up with the log (the barrier):
+	// what Mesos times as registrar/state_fetch_ms.
+	r.mu.Lock()
+	r.timers.fetch.add(time.Since(start))
+	r.mu.Unlock()
 	if r.cfg.Strict && r.cfg.Machine.Empty() {
 		res(nil, ErrEmptyRegistry)
 		return

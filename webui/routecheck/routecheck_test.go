@@ -58,7 +58,7 @@ func TestAgentServesTheUIRoutesWithJSONP(t *testing.T) {
 	}
 	fh := files.New()
 	fh.Attach("/sandbox", dir)
-	h := httpapi.New(backend{}, fh, nil)
+	h := httpapi.New(backend{}, fh, nil, nil)
 	// Values for each parameter the UI sends.
 	values := map[string]string{"path": "/sandbox", "offset": "0", "length": "4", "jsonp": "__mezzoJsonp7"}
 	for _, r := range webui.Routes {
