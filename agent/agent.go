@@ -46,6 +46,10 @@ type Agent struct {
 	http   *httpapi.Handler
 	client *http.Client // cfg.HTTPClient's transport, redirects not followed
 
+	// flagsTotal is what --resources and detection give the agent; it is
+	// what AgentInfo.resources says. total is flagsTotal with the
+	// checkpointed resources applied (loop-owned after Start).
+	flagsTotal resources.Resources
 	total      resources.Resources
 	attributes []*mesos.Attribute
 	bootID     string
@@ -94,6 +98,15 @@ type Agent struct {
 	// recovered is set once it is done.
 	recoveryTime time.Duration
 	recovered    bool
+	// checkpointed are the dynamic reservations and persistent volumes the
+	// master told the agent to keep (reservations.go); cpFiles is what New
+	// found in meta/resources, until it has been applied.
+	checkpointed resources.Resources
+	cpFiles      checkpointedFiles
+	// keptVolumes are directories of volumes no longer checkpointed that a
+	// container still used when they were dropped, to be removed once none
+	// does.
+	keptVolumes map[string]*mesos.Resource
 }
 
 // counters are the agent's cumulative metrics.
@@ -110,6 +123,13 @@ type counters struct {
 	tasksKilled, tasksLost          uint64
 	tasksError, tasksDropped        uint64
 	tasksGone, tasksGoneByOperator  uint64
+	// checkpointResourcesRefused counts CHECKPOINT_RESOURCES events the
+	// agent could not apply; volumeErrors failures to create or remove
+	// volume directories; volumesKept volume directories kept because a
+	// container used them.
+	checkpointResourcesRefused uint64
+	volumeErrors               uint64
+	volumesKept                uint64
 }
 
 // New validates cfg, detects resources, recovers the checkpointed identity
@@ -134,6 +154,7 @@ func New(cfg Config) (*Agent, error) {
 		runtime:    runtimeMeta(cfg),
 		cz:         cfg.Containerizer,
 		files:      files.New(),
+		flagsTotal: total,
 		total:      total,
 		attributes: attrs,
 		bootID:     readBootID(),
@@ -143,6 +164,7 @@ func New(cfg Config) (*Agent, error) {
 		done:       make(chan struct{}),
 		frameworks: map[string]*framework{},
 	}
+	a.keptVolumes = map[string]*mesos.Resource{}
 	transport := cfg.HTTPClient.Transport
 	if transport == nil {
 		transport = http.DefaultTransport
@@ -151,12 +173,16 @@ func New(cfg Config) (*Agent, error) {
 		Transport:     transport,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
+	if err := a.recoverCheckpointedResources(); err != nil {
+		return nil, err
+	}
 	if err := a.recoverCheckpoint(); err != nil {
 		if a.docker != nil {
 			a.docker.Close() // containers stay for the next attempt
 		}
 		return nil, err
 	}
+	a.finishCheckpointedResources(a.rec)
 	a.http = httpapi.New(backend{a}, a.files, a.log, cfg.Logging)
 	return a, nil
 }
@@ -357,7 +383,7 @@ func (a *Agent) agentInfo() *mesos.AgentInfo {
 	info := &mesos.AgentInfo{
 		Hostname:   proto.String(a.cfg.Hostname),
 		Port:       proto.Int32(int32(a.cfg.Port)),
-		Resources:  a.total.Proto(),
+		Resources:  a.flagsTotal.Proto(),
 		Attributes: a.attributes,
 	}
 	if a.agentID != "" {

@@ -369,6 +369,10 @@ func (a *Agent) metricsSnapshot() map[string]float64 {
 	m["containerizer/mesos/container_destroy_errors"] = float64(c.containerDestroyErrors)
 	m["containerizer/fetcher/task_fetches_succeeded"] = float64(c.fetchesSucceeded)
 	m["containerizer/fetcher/task_fetches_failed"] = float64(c.fetchesFailed)
+	// mezzo's own (Mesos's agent exits instead): see docs/reservations.md.
+	m["slave/checkpoint_resources_refused"] = float64(c.checkpointResourcesRefused)
+	m["slave/volume_errors"] = float64(c.volumeErrors)
+	m["slave/volumes_kept_in_use"] = float64(c.volumesKept)
 	nonRev, rev := a.total.NonRevocable(), a.total.Revocable()
 	for _, name := range []string{"cpus", "mem", "disk", "gpus"} {
 		total := nonRev.Scalar(name)

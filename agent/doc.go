@@ -31,6 +31,15 @@
 // in Mesos. Stop leaves checkpointing executors running, as Mesos's agent
 // does when it exits; Shutdown and a SHUTDOWN from the master kill them all.
 //
+// Reservations and persistent volumes (checkpointed.go, volumes.go,
+// reservations.go): the master's CHECKPOINT_RESOURCES sets the agent's
+// dynamic reservations and volumes; the agent checkpoints them under
+// <work_dir>/meta/resources, keeps a directory per volume under
+// <work_dir>/volumes, reports them in every SUBSCRIBE, re-applies them to
+// its flags' resources when it starts (refusing to start if they no longer
+// fit) and makes each volume visible in the containers whose resources
+// name it (docs/reservations.md).
+//
 // Isolation (isolation.go) wires the cgroups and pid namespace isolators
 // into the mesos containerizer and, with --containerizers=docker,mesos,
 // composes it with the docker containerizer; command tasks with a DOCKER

@@ -43,5 +43,6 @@ func (a *Agent) launchDockerTask(ctx context.Context, cfg containerizer.Containe
 		Sandbox:     cfg.Dir,
 		Task:        t,
 		Env:         cfg.Env,
+		Volumes:     cfg.Volumes,
 	})
 }

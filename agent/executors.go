@@ -203,6 +203,7 @@ func (a *Agent) executorExited(e *executor, term *containerizer.Termination) {
 	}
 	a.sendCall(&protocol.AgentCall{Type: protocol.AgentCall_EXECUTOR_EXITED.Enum(), ExecutorExited: exited})
 	a.maybeRemoveExecutor(e)
+	a.removeKeptVolumes() // volumes dropped while this container used them
 }
 
 func terminationText(t *containerizer.Termination) string {

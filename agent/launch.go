@@ -134,7 +134,8 @@ func (a *Agent) launch(fw *framework, info *mesos.ExecutorInfo, kind executorKin
 		}
 		return
 	}
-	if e == nil {
+	created := e == nil
+	if created {
 		e = a.newExecutor(fw, info, kind, item)
 		if e == nil {
 			for _, id := range ids {
@@ -148,6 +149,16 @@ func (a *Agent) launch(fw *framework, info *mesos.ExecutorInfo, kind executorKin
 	tasks := []*mesos.TaskInfo{item.task}
 	if item.group != nil {
 		tasks = item.group.GetTasks()
+	}
+	if !created {
+		// The container exists (or is being made for earlier tasks).
+		if err := a.volumesForRunning(e, tasks); err != nil {
+			for _, id := range ids {
+				a.agentUpdate(fw, nil, id, mesos.TaskState_TASK_FAILED, mesos.TaskStatus_REASON_CONTAINER_UPDATE_FAILED,
+					"Failed to update container: "+err.Error())
+			}
+			return
+		}
 	}
 	for _, ti := range tasks {
 		e.addTask(ti, fw.id, a.agentID)
@@ -275,6 +286,11 @@ func (a *Agent) newExecutor(fw *framework, info *mesos.ExecutorInfo, kind execut
 	cfg.Resources = append([]*mesos.Resource(nil), cfg.Resources...)
 	for _, t := range tasks {
 		cfg.Resources = append(cfg.Resources, t.GetResources()...)
+	}
+	if err == nil {
+		// The persistent volumes of the executor and of the tasks it is
+		// launched with are set up with the container (volumes.go).
+		cfg.Volumes, err = a.executorVolumes(e, info.GetResources(), tasks)
 	}
 	if err != nil {
 		// launch reports it once the tasks are queued.

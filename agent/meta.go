@@ -29,6 +29,8 @@ import (
 //	  .../executors/<ex>/executor.kind             "command", "default" or "custom"
 //	  .../executors/<ex>/runs/latest -> <container> the executor's current container
 //	  .../executors/<ex>/runs/<container>/tasks/<task>/task.info  TaskInfo
+//	meta/resources/resources.info                  checkpointed reservations and volumes (checkpointed.go)
+//	meta/resources/resources.target                a set of them being applied
 //	meta/updates/...                               owned by agent/statusupdate
 //	meta/containers/<container>/pid                owned by the mesos containerizer
 //

@@ -92,6 +92,8 @@ func (a *Agent) subscribeMessage() *protocol.AgentCall_Subscribe {
 		Endpoint:     proto.String(a.endpoint),
 		Epoch:        proto.Uint64(a.conn.epoch),
 		Capabilities: agentCapabilities(),
+		// Reservations and volumes: a new leader learns them from here.
+		CheckpointedResources: a.checkpointed.Proto(),
 	}
 	if a.bootID != "" {
 		s.BootId = proto.String(a.bootID)
@@ -247,6 +249,8 @@ func (a *Agent) onMasterEvent(id uint64, ev *protocol.AgentEvent) {
 		a.updateFramework(ev.GetUpdateFramework().GetFrameworkInfo())
 	case protocol.AgentEvent_RECONCILE:
 		a.reconcile(ev.GetReconcile())
+	case protocol.AgentEvent_CHECKPOINT_RESOURCES:
+		a.checkpointResources(ev.GetCheckpointResources()) // reservations.go
 	default:
 		a.log.Warn("ignoring unknown event from the master", "type", ev.GetType().String())
 	}

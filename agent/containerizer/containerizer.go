@@ -43,6 +43,9 @@ type ContainerConfig struct {
 	Resources []*mesos.Resource
 	// ExecutorInfo of the executor the container runs (for isolators).
 	ExecutorInfo *mesos.ExecutorInfo
+	// Volumes are the persistent volumes of Resources, to be made visible
+	// at their container paths (see VolumeMounter and LinkVolumes).
+	Volumes []Volume
 }
 
 // Container is a launched container.

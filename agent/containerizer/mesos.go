@@ -123,6 +123,13 @@ func (m *Mesos) Launch(ctx context.Context, cfg ContainerConfig) (Container, err
 }
 
 func (m *Mesos) start(ctx context.Context, cfg *ContainerConfig, p *proc) (Container, error) {
+	if len(cfg.Volumes) > 0 && !mountsVolumes(m.isolators) {
+		// No mount namespace: the volumes are linked into the sandbox,
+		// which the container shares with the host.
+		if err := LinkVolumes(cfg.Dir, cfg.Volumes); err != nil {
+			return Container{}, fmt.Errorf("launch %s: %w", cfg.ContainerID, err)
+		}
+	}
 	spec := &LaunchSpec{SysProcAttr: &syscall.SysProcAttr{Setsid: true}, Env: append([]string(nil), cfg.Env...)}
 	prepared := 0
 	cleanup := func() {

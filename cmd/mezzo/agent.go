@@ -65,7 +65,7 @@ func addAgentFlags(fs *flag.FlagSet, withMaster bool) *agentFlags {
 	fs.StringVar(&f.containerizers, "containerizers", "mesos",
 		"containerizers, comma separated: mesos, docker (tasks and executors whose ContainerInfo has type DOCKER), or docker,mesos")
 	fs.StringVar(&f.isolation, "isolation", "posix/cpu,posix/mem",
-		"isolators, comma separated: cgroups/cpu, cgroups/mem, cgroups/all, namespaces/pid, filesystem/posix, posix/cpu, posix/mem")
+		"isolators, comma separated: cgroups/cpu, cgroups/mem, cgroups/all, namespaces/pid, filesystem/posix, filesystem/linux, posix/cpu, posix/mem")
 	fs.StringVar(&f.runtimeDir, "runtime_dir", "",
 		"where records a reboot makes worthless live (the containerizer's pid records, the executor and task records of frameworks that do not checkpoint), as Mesos's --runtime_dir; agents on one host need distinct ones (default: <tmpfs>/mezzo/<hash of --work_dir> on /run if it is a tmpfs, else /dev/shm; under --work_dir if neither can be written)")
 	fs.BoolVar(&f.directCommandTasks, "direct_command_tasks", true,

@@ -57,6 +57,10 @@ func (c *core) allocate(now time.Time) runResult {
 		recs:  c.recBuf[:0],
 		fws:   c.fwBuf[:0],
 	}
+	if len(c.pendingRescinds) > 0 {
+		rn.res.rescinds = append(rn.res.rescinds, c.pendingRescinds...)
+		c.pendingRescinds = nil
+	}
 	if c.totalDirty {
 		c.tree[""].resort(c.totalQ)
 		for _, r := range c.roles {
@@ -176,7 +180,7 @@ func (rn *run) give(a *agent, n *drfNode, role string, res resources.Resources, 
 	rn.gives++
 	rn.drfOrderOK = false
 	if rn.quota != nil {
-		rn.quota.allocated(role, uq)
+		rn.quota.allocated(role, q, uq)
 	}
 }
 

@@ -51,9 +51,12 @@ type Allocator interface {
 	AddAgent(id string, info *mesos.AgentInfo, total resources.Resources, used map[string]resources.Resources)
 	RemoveAgent(id string)
 	// UpdateAgent replaces the agent's total (and its info, unless info is
-	// nil). Resources not currently allocated adapt immediately;
-	// allocations above the new total are left to the master (for
-	// revocable resources: Options.Rescind). This is also how the master
+	// nil). Resources not currently allocated adapt immediately.
+	// Allocations the new total no longer holds (an offer made before the
+	// change, still on its way to the master; an agent re-registering
+	// smaller) stop counting, and the next run asks Options.Rescind to
+	// rescind the framework's offers on the agent; handing them back later
+	// in the old form frees only what is still held. This is also how the master
 	// reports an operator's RESERVE, UNRESERVE, CREATE or DESTROY on
 	// unallocated resources (after rescinding offers holding them): the
 	// agent's total is now total, and the converted resources are offered
@@ -126,7 +129,9 @@ type Options struct {
 	Offer func(frameworkID string, offers Offers)
 	// Rescind asks the master to rescind outstanding offers of the
 	// framework on the agent until at least r is no longer offered
-	// (revocable resources whose estimate shrank). May be nil.
+	// (revocable resources whose estimate shrank; resources an offer may
+	// still hold in a form the agent's total no longer has, see
+	// UpdateAgent). May be nil.
 	Rescind func(frameworkID, agentID string, r resources.Resources)
 
 	// Revoke, if set, turns on the revocation policy (paper §3.3.3, off by

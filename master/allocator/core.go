@@ -39,7 +39,10 @@ type core struct {
 	tree    map[string]*drfNode // role tree internal nodes by path; "" is the root
 	revRoot *drfNode            // revocable stage: flat sorter of roles
 
-	totalQ     qv   // sum of all agents' non-revocable totals
+	totalQ qv // sum of all agents' non-revocable totals
+	// Agents whose total holds reservations (quota consumption counts
+	// them all, every run that has quotas).
+	resvAgents map[*agent]struct{}
 	revTotalQ  qv   // sum of revocable totals at the last run
 	totalDirty bool // shares must be recomputed before the next run
 
@@ -64,6 +67,9 @@ type core struct {
 	recBufs  [2][]recovered // recoverResources' buffers
 
 	revokingQ qv // sum of all agents' pending revocations
+	// Offers to rescind because their resources left an agent's total
+	// (fitAllocations), asked in the next run's result.
+	pendingRescinds []request
 
 	metrics runMetrics
 	// UpdateAllocation calls refused as inconsistent (metric), and why
@@ -125,6 +131,7 @@ type agent struct {
 	info   *mesos.AgentInfo
 	total  resources.Resources // non-revocable
 	totalQ qv
+	resvQ  map[string]qv // reserved scalars of total by reservation role (nil: none)
 
 	revTotal   resources.Resources // oversub plus idle reservations, computed per run
 	revAlloc   allocSet
@@ -187,6 +194,7 @@ func newCore(opts Options) *core {
 		agents:     map[string]*agent{},
 		frameworks: map[string]*framework{},
 		roles:      map[string]*role{},
+		resvAgents: map[*agent]struct{}{},
 		tree:       map[string]*drfNode{"": {name: "", weight: 1, sortedKids: true}},
 		revRoot:    &drfNode{name: "", weight: 1, sortedKids: true},
 		weights:    map[string]float64{},

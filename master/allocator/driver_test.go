@@ -163,3 +163,30 @@ func TestDriverPause(t *testing.T) {
 		t.Fatalf("offer after Resume = %v %v", e.fw, e.offers)
 	}
 }
+
+// UpdateAllocation through the goroutine driver: a RESERVE applied to an
+// offer frees nothing (no new offer), a bogus conversion is refused and
+// counted, and the reservation comes back, declined, in its new form.
+func TestDriverUpdateAllocation(t *testing.T) {
+	a, _, ch := startDriver(t, Default)
+	total := resources.MustParse("cpus:4;mem:1024")
+	a.AddAgent("a1", &mesos.AgentInfo{Hostname: proto.String("h")}, total, nil)
+	a.AddFramework("f1", &mesos.FrameworkInfo{Role: proto.String("db")}, nil, true, nil)
+	waitOffer(t, ch)
+	from := resources.MustParse("cpus:2;mem:512")
+	to, err := from.PushReservation(dynamic("db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.UpdateAllocation("f1", "a1", from, to)
+	a.UpdateAllocation("f1", "a1", resources.MustParse("cpus:1"), resources.MustParse("cpus:2"))
+	noOffer(t, a, ch)
+	if m := a.(Introspector).Metrics(); m["allocator/mesos/allocation_updates_rejected"] != 1 {
+		t.Fatalf("allocation_updates_rejected = %v, want 1", m["allocator/mesos/allocation_updates_rejected"])
+	}
+	held := total.Subtract(from).Add(to)
+	a.RecoverResources("f1", "a1", held, nil)
+	if e := waitOffer(t, ch); !e.offers["db"]["a1"].Equal(held) {
+		t.Fatalf("offer after the reservation = %v, want %s", e.offers, held)
+	}
+}

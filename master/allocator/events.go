@@ -258,9 +258,32 @@ func (c *core) setTotal(a *agent, total resources.Resources) {
 	a.total = total
 	a.totalQ = c.names.vecOf(total)
 	a.reserved = !total.Unreserved().Equal(total)
+	a.resvQ = nil
+	delete(c.resvAgents, a)
+	if a.reserved {
+		a.resvQ = c.reservedByRole(total)
+		c.resvAgents[a] = struct{}{}
+	}
 	a.gpu = a.totalQ.at(c.names.index("gpus")) > 0
 	c.totalQ = c.totalQ.add(a.totalQ)
 	c.totalDirty = true
+}
+
+// reservedByRole sums r's reserved scalars by reservation role (the
+// role of the top reservation: a refinement belongs to the sub-role).
+func (c *core) reservedByRole(r resources.Resources) map[string]qv {
+	out := map[string]qv{}
+	for _, p := range r.Proto() {
+		if !isReserved(p) || p.GetScalar() == nil {
+			continue
+		}
+		rr := reservationRole(p)
+		i := c.names.index(p.GetName())
+		v := out[rr].grow(i + 1)
+		v[i] += toMilli(p.GetScalar().GetValue())
+		out[rr] = v
+	}
+	return out
 }
 
 func (c *core) unreservedQ(a *agent, r resources.Resources) qv {
@@ -282,6 +305,7 @@ func (c *core) removeAgent(id string) bool {
 		c.untrackRevocable(a, c.frameworks[x.fw], x.role, x.res)
 	}
 	a.dropFilters()
+	delete(c.resvAgents, a)
 	for _, f := range c.frameworks {
 		if !f.known && f.nalloc == 0 {
 			c.forgetFramework(f.id)
@@ -313,6 +337,7 @@ func (c *core) updateAgent(id string, info *mesos.AgentInfo, total resources.Res
 		a.info = info
 	}
 	c.setTotal(a, total.NonRevocable())
+	c.fitAllocations(a)
 	free := a.total
 	for _, x := range a.alloc {
 		free = free.Subtract(x.res)
@@ -321,6 +346,35 @@ func (c *core) updateAgent(id string, info *mesos.AgentInfo, total resources.Res
 	a.setFree(c.names.vecOf(free), c.unreservedQ(a, free))
 	c.refreshCand(a)
 	return true
+}
+
+// fitAllocations trims a's allocations to what its total still holds.
+// The master changes an agent's total only with resources it believes
+// free (an operator's operation on unallocated resources, after
+// rescinding its offers), but an offer the allocator made may still be on
+// its way to the master, holding resources in their old form; and an agent
+// may re-register smaller than what runs on it. What no longer exists
+// stops counting as allocated (so the books balance and nothing is freed
+// twice: when the master hands the old form back, only what is still held
+// is recovered), and the master is asked to rescind that framework's
+// offers on the agent (Options.Rescind), which may hold the old form.
+func (c *core) fitAllocations(a *agent) {
+	left := a.total
+	for _, x := range a.alloc.sorted() {
+		fit := x.res
+		if !left.Contains(x.res) {
+			fit = intersect(left, x.res)
+		}
+		left = left.Subtract(fit)
+		if fit.Equal(x.res) {
+			continue
+		}
+		excess := x.res.Subtract(fit)
+		if f := c.frameworks[x.fw]; f != nil {
+			c.untrack(a, f, x.role, excess)
+		}
+		c.pendingRescinds = append(c.pendingRescinds, request{framework: x.fw, agent: a.id, res: excess})
+	}
 }
 
 func (c *core) updateOversubscribed(id string, oversub resources.Resources) bool {

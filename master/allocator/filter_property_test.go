@@ -18,7 +18,8 @@ import (
 // synchronous allocator (Sync, with a fake clock): agents and frameworks
 // come and go, frameworks decline with filters of various lengths,
 // accept part of an offer, finish tasks, suppress, revive, deactivate and
-// reactivate, time advances, and allocation runs happen. A naive oracle
+// reactivate, change roles, quotas come and go, revocable estimates grow
+// and shrink, time advances, and allocation runs happen. A naive oracle
 // keeps, with plain maps, every offer filter in force and which
 // frameworks and roles may be offered; every offer of every run is
 // checked against it:
@@ -27,10 +28,15 @@ import (
 //     to the role, or suppressed in it;
 //   - no offer to (framework, role) of an agent it holds a live filter on
 //     when what is offered is covered by what it refused (Mesos filters
-//     by quantities: an offer larger than the refusal gets through).
+//     by quantities: an offer larger than the refusal gets through);
+//     regular and revocable resources each against their own filter;
+//   - revocable resources only to REVOCABLE_RESOURCES frameworks, and
+//     nothing reserved to another role.
 //
-// Issue 11 §2 (filters lost after framework churn) fails here: see the
-// commit that fixed addFilter.
+// After every step the allocator's books and cached summaries are
+// checked too (checkInternal). Issue 11 §2 (filters lost after
+// framework churn) failed here within seconds before the fix in
+// addFilter; testdata/filters_churn.txt replays the issue's own steps.
 func TestPropertyFiltersAndSuppression(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		fm := newFilterMachine(t)
@@ -48,6 +54,8 @@ func TestPropertyFiltersAndSuppression(t *testing.T) {
 			"suppress":        fm.suppress,
 			"revive":          fm.revive,
 			"advance":         fm.advance,
+			"oversubscribe":   fm.oversubscribe,
+			"quota":           fm.quota,
 			"allocate":        fm.allocate,
 		}
 		names := sortedKeys(actions)
@@ -70,8 +78,16 @@ type fmFilter struct {
 
 type fmKey struct{ fw, role, agent string }
 
+// fmFKey names a filter: regular and revocable resources are filtered
+// separately (the framework's nodes in the role's two sorters).
+type fmFKey struct {
+	fmKey
+	rev bool
+}
+
 type fmFramework struct {
 	roles      []string
+	revocable  bool // REVOCABLE_RESOURCES
 	multi      bool // MULTI_ROLE: resources come back with allocation info
 	active     bool
 	suppressed map[string]bool
@@ -88,7 +104,8 @@ type filterMachine struct {
 	fws           map[string]*fmFramework
 	outstanding   map[fmKey]resources.Resources // offered, not yet answered
 	used          map[fmKey]resources.Resources // in use by tasks
-	filters       map[fmKey]fmFilter
+	filters       map[fmFKey]fmFilter
+	rescinds      []request // asked by the last Run
 }
 
 var fmRoles = []string{"a", "b", "eng", "eng/web"}
@@ -100,12 +117,18 @@ func newFilterMachine(t *rapid.T) *filterMachine {
 		fws:         map[string]*fmFramework{},
 		outstanding: map[fmKey]resources.Resources{},
 		used:        map[fmKey]resources.Resources{},
-		filters:     map[fmKey]fmFilter{},
+		filters:     map[fmFKey]fmFilter{},
 	}
 	s, err := NewSync(Default, Options{
 		Interval: time.Second,
 		Clock:    fm.clk,
 		Offer:    func(fw string, o Offers) { fm.offers[fw] = o },
+		Rescind: func(fw, agent string, r resources.Resources) {
+			fm.rescinds = append(fm.rescinds, request{framework: fw, agent: agent, res: r})
+		},
+		// Idle reservations lent as revocable resources (and rescinded
+		// when their role wants them) in some runs.
+		OfferIdleReservations: rapid.Bool().Draw(t, "idleReservations"),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -170,8 +193,12 @@ func (fm *filterMachine) addFramework(t *rapid.T) {
 	} else {
 		info.Role = proto.String(roles[0])
 	}
+	rev := rapid.Bool().Draw(t, "revocable")
+	if rev {
+		info.Capabilities = append(info.Capabilities, &mesos.FrameworkInfo_Capability{Type: mesos.FrameworkInfo_Capability_REVOCABLE_RESOURCES.Enum()})
+	}
 	fm.s.AddFramework(id, info, nil, true, nil)
-	fm.fws[id] = &fmFramework{roles: roles, multi: len(roles) > 1, active: true, suppressed: map[string]bool{}}
+	fm.fws[id] = &fmFramework{roles: roles, multi: len(roles) > 1, revocable: rev, active: true, suppressed: map[string]bool{}}
 }
 
 // removeFramework tears a framework down (the master recovers nothing
@@ -233,6 +260,9 @@ func (fm *filterMachine) updateRoles(t *rapid.T) {
 	}
 	info := &mesos.FrameworkInfo{User: proto.String("u"), Name: proto.String(id), Roles: roles,
 		Capabilities: []*mesos.FrameworkInfo_Capability{{Type: mesos.FrameworkInfo_Capability_MULTI_ROLE.Enum()}}}
+	if f.revocable {
+		info.Capabilities = append(info.Capabilities, &mesos.FrameworkInfo_Capability{Type: mesos.FrameworkInfo_Capability_REVOCABLE_RESOURCES.Enum()})
+	}
 	var suppressed []string
 	for _, r := range roles {
 		if f.suppressed[r] {
@@ -275,18 +305,61 @@ func refuse(t *rapid.T) *mesos.Filters {
 	return &mesos.Filters{RefuseSeconds: proto.Float64(x)}
 }
 
-// noteFilter records, in the oracle, the filter a decline of r with f
+// noteFilter records, in the oracle, the filters a decline of r with f
 // sets: refuse_seconds stretched to at least the interval, replacing any
-// filter the framework had there for the role.
+// filter the framework had there for the role; one for the regular
+// resources declined, one for the revocable ones.
 func (fm *filterMachine) noteFilter(k fmKey, r resources.Resources, f *mesos.Filters) {
-	if f == nil || f.GetRefuseSeconds() <= 0 || r.IsEmpty() {
+	if f == nil || f.GetRefuseSeconds() <= 0 {
 		return
 	}
 	d := time.Duration(f.GetRefuseSeconds() * float64(time.Second))
 	if d < time.Second {
 		d = time.Second
 	}
-	fm.filters[k] = fmFilter{until: fm.now().Add(d), refused: scalarQuantities(r)}
+	for _, rev := range []bool{false, true} {
+		part := r.NonRevocable()
+		if rev {
+			part = r.Revocable()
+		}
+		if !part.IsEmpty() {
+			fm.filters[fmFKey{k, rev}] = fmFilter{until: fm.now().Add(d), refused: scalarQuantities(part)}
+		}
+	}
+}
+
+// quota sets or clears a role's guarantee or limit, so that runs go
+// through the quota stage (whose offers must respect filters and
+// suppression too).
+func (fm *filterMachine) quota(t *rapid.T) {
+	role := rapid.SampledFrom(fmRoles).Draw(t, "quotaRole")
+	var q Quota
+	switch rapid.IntRange(0, 2).Draw(t, "quotaKind") {
+	case 0:
+		q.Guarantees = map[string]float64{"cpus": float64(rapid.IntRange(1, 4).Draw(t, "guarantee"))}
+	case 1:
+		q.Limits = map[string]float64{"cpus": float64(rapid.IntRange(0, 4).Draw(t, "limit"))}
+	}
+	fm.s.UpdateQuota(role, q)
+}
+
+// oversubscribe sets an agent's revocable estimate (UpdateOversubscribed),
+// growing or shrinking it; a shrink makes the next run ask for rescinds.
+func (fm *filterMachine) oversubscribe(t *rapid.T) {
+	id, ok := fm.pickAgent(t)
+	if !ok {
+		return
+	}
+	n := rapid.IntRange(0, 2).Draw(t, "oversub")
+	var est resources.Resources
+	if n > 0 {
+		ps := resources.MustParse(fmt.Sprintf("cpus:%d;mem:%d", n, 64*n)).Proto()
+		for _, p := range ps {
+			p.Revocable = &mesos.Resource_RevocableInfo{}
+		}
+		est, _ = resources.New(ps...)
+	}
+	fm.s.UpdateOversubscribed(id, est)
 }
 
 func (fm *filterMachine) decline(t *rapid.T) {
@@ -380,6 +453,7 @@ func (fm *filterMachine) advance(t *rapid.T) {
 // allocate runs the allocator and checks every offer against the oracle.
 func (fm *filterMachine) allocate(t *rapid.T) {
 	fm.offers = map[string]Offers{}
+	fm.rescinds = nil
 	fm.s.Run(fm.now())
 	now := fm.now()
 	for _, fw := range sortedKeys(fm.offers) {
@@ -398,14 +472,35 @@ func (fm *filterMachine) allocate(t *rapid.T) {
 					t.Fatalf("offer %s on %s to %s for suppressed role %s", r, agent, fw, role)
 				}
 				k := fmKey{fw, role, agent}
-				if fl, ok := fm.filters[k]; ok && now.Before(fl.until) && quantitiesLeq(scalarQuantities(r), fl.refused) {
-					t.Fatalf("offer %s on %s to %s (role %s) at %v despite its filter refusing %v until %v",
-						r, agent, fw, role, now.Format("15:04:05.000"), fl.refused, fl.until.Format("15:04:05.000"))
+				if !r.Revocable().IsEmpty() && !f.revocable {
+					t.Fatalf("revocable offer %s on %s to %s without REVOCABLE_RESOURCES", r, agent, fw)
+				}
+				for _, rev := range []bool{false, true} {
+					part := r.NonRevocable()
+					if rev {
+						part = r.Revocable()
+					}
+					fl, ok := fm.filters[fmFKey{k, rev}]
+					if !part.IsEmpty() && ok && now.Before(fl.until) && quantitiesLeq(scalarQuantities(part), fl.refused) {
+						t.Fatalf("offer %s on %s to %s (role %s, revocable %v) at %v despite its filter refusing %v until %v",
+							part, agent, fw, role, rev, now.Format("15:04:05.000"), fl.refused, fl.until.Format("15:04:05.000"))
+					}
 				}
 				if !r.AllocatableTo(role).Equal(r) {
 					t.Fatalf("offer %s to role %s holds resources reserved to another role", r, role)
 				}
 				fm.outstanding[k] = fm.outstanding[k].Add(r)
+			}
+		}
+	}
+	// The master rescinds the offers holding what the allocator asks
+	// back (revocable resources whose estimate shrank, idle reservations
+	// their role now uses): they come back without a filter.
+	for _, rq := range fm.rescinds {
+		for _, k := range sortedFmKeys(fm.outstanding) {
+			if k.fw == rq.framework && k.agent == rq.agent && !fm.outstanding[k].Revocable().IsEmpty() {
+				fm.s.RecoverResources(k.fw, k.agent, fm.tag(k, fm.outstanding[k]), nil)
+				delete(fm.outstanding, k)
 			}
 		}
 	}
@@ -418,7 +513,7 @@ func (fm *filterMachine) check(t *rapid.T) {
 	held := map[string]resources.Resources{}
 	for _, m := range []map[fmKey]resources.Resources{fm.outstanding, fm.used} {
 		for k, r := range m {
-			held[k.agent] = held[k.agent].Add(r)
+			held[k.agent] = held[k.agent].Add(r.NonRevocable())
 		}
 	}
 	for a, h := range held {

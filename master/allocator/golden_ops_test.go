@@ -21,6 +21,9 @@ import (
 //	                               (not volumes) loses its top reservation
 //	create FW AGENT ROLE ID MB     a volume ID of MB out of disk reserved to ROLE
 //	destroy FW AGENT ID            volume ID back to plain reserved disk
+//	grow|shrink FW AGENT ID MB     volume ID by MB (GROW_VOLUME takes plain disk
+//	                               of the volume's reservation; SHRINK_VOLUME
+//	                               gives it back)
 //	update-allocation FW AGENT FROM TO   raw conversion (text syntax)
 //	operator-reserve AGENT RES ROLE      operator RESERVE on unallocated resources
 //	                                     (the agent's new total, UpdateAgent)
@@ -78,6 +81,17 @@ func (h *harness) execOperation(cmd string, args []string) (bool, error) {
 		err = h.convertEach(args[0], args[1], func(r resources.Resources) (resources.Resources, resources.Resources) {
 			from := r.Filter(func(p *mesos.Resource) bool { return p.GetDisk().GetPersistence().GetId() == args[2] })
 			return from, withoutDisk(from)
+		})
+	case "grow", "shrink":
+		if err = need(4); err != nil {
+			return true, err
+		}
+		mb, perr := strconv.ParseFloat(args[3], 64)
+		if perr != nil {
+			return true, fmt.Errorf("%s: size %q: %v", cmd, args[3], perr)
+		}
+		err = h.convertEach(args[0], args[1], func(r resources.Resources) (resources.Resources, resources.Resources) {
+			return resize(r, args[2], mb, cmd == "grow")
 		})
 	case "update-allocation":
 		if err = need(4); err != nil {
@@ -174,6 +188,44 @@ func volume(r resources.Resources, role, id string, mb float64) (from, to resour
 		return f, t
 	}
 	return resources.Resources{}, resources.Resources{}
+}
+
+// resize is GROW_VOLUME (grow) or SHRINK_VOLUME of volume id in r by
+// mb: grow converts the volume plus mb of plain disk with the same
+// reservations into the larger volume; shrink the reverse. Nothing if r
+// lacks the volume (or, to grow, the disk; to shrink, the size).
+func resize(r resources.Resources, id string, mb float64, grow bool) (from, to resources.Resources) {
+	var vol *mesos.Resource
+	for _, p := range r.Proto() {
+		if p.GetDisk().GetPersistence().GetId() == id {
+			vol = p
+		}
+	}
+	if vol == nil || (!grow && vol.GetScalar().GetValue() <= mb) {
+		return resources.Resources{}, resources.Resources{}
+	}
+	plain := proto.Clone(vol).(*mesos.Resource)
+	plain.Disk = nil
+	plain.Scalar.Value = proto.Float64(mb)
+	resized := proto.Clone(vol).(*mesos.Resource)
+	if grow {
+		resized.Scalar.Value = proto.Float64(vol.GetScalar().GetValue() + mb)
+	} else {
+		resized.Scalar.Value = proto.Float64(vol.GetScalar().GetValue() - mb)
+	}
+	v, e1 := resources.New(vol)
+	d, e2 := resources.New(plain)
+	n, e3 := resources.New(resized)
+	if e1 != nil || e2 != nil || e3 != nil {
+		return resources.Resources{}, resources.Resources{}
+	}
+	if grow {
+		if !r.Contains(v.Add(d)) {
+			return resources.Resources{}, resources.Resources{}
+		}
+		return v.Add(d), n
+	}
+	return v, n.Add(d)
 }
 
 // withoutDisk strips disk info (DESTROY).

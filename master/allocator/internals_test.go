@@ -247,3 +247,55 @@ func TestVecGrowZeroes(t *testing.T) {
 		t.Fatalf("add after reuse = %v, want [2000 128000]", got)
 	}
 }
+
+// TestFilterBitReuse: the 64 filter mask bits go round; a framework node
+// created after 64 others shares its bit with an earlier node, on an
+// agent where that earlier node has a live filter and a removed node a
+// stale one. The shared bit only sends checks to the entries (it must
+// not filter the new node), and dropping the other entries (stale, then
+// expired) keeps the new node's filter in force.
+func TestFilterBitReuse(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	c := newCore(Options{Interval: time.Second})
+	c.addAgent("a1", nil, resources.MustParse("cpus:1;mem:64"), nil)
+	a := c.agents["a1"]
+	node := func(id string) *drfNode {
+		c.addFramework(id, &mesos.FrameworkInfo{Role: proto.String("r")}, nil, true, nil)
+		return c.frameworks[id].nodes["r"]
+	}
+	q := c.names.vecOf(resources.MustParse("cpus:1;mem:64"))
+	old := node("old")
+	addFilter(old, a, q, now.Add(10*time.Second))
+	gone := node("gone")
+	addFilter(gone, a, q, now.Add(time.Hour))
+	c.removeFramework("gone") // its entry goes stale
+	var fresh *drfNode
+	for i := 0; fresh == nil; i++ {
+		if i > 200 {
+			t.Fatal("no node got old's bit")
+		}
+		id := fmt.Sprintf("f%d", i)
+		if n := node(id); n.fbit == old.fbit {
+			fresh = n
+		} else {
+			c.removeFramework(id)
+		}
+	}
+	if filtered(fresh, a, q, now) {
+		t.Fatal("a node sharing a filtered node's bit is filtered")
+	}
+	addFilter(fresh, a, q, now.Add(time.Minute)) // drops gone's stale entry
+	if !filtered(fresh, a, q, now) || !filtered(old, a, q, now) {
+		t.Fatal("filters lost when a stale entry was dropped")
+	}
+	now = now.Add(20 * time.Second)
+	if filtered(old, a, q, now) { // expired: dropped, mask rebuilt
+		t.Fatal("expired filter in force")
+	}
+	if !filtered(fresh, a, q, now) {
+		t.Fatal("the filter sharing the expired one's bit was lost")
+	}
+	if a.filterMask&fresh.fbit == 0 || len(a.filters) != 1 || fresh.nfilters != 1 || old.nfilters != 0 {
+		t.Fatalf("after expiry: mask %x, %d entries, nfilters fresh %d old %d", a.filterMask, len(a.filters), fresh.nfilters, old.nfilters)
+	}
+}

@@ -61,7 +61,11 @@ func (c *core) convert(a *agent, f *framework, from, to resources.Resources) err
 	e := &a.alloc[i] // conversionRole found it
 	e.res = e.res.Subtract(fromU).Add(toU)
 	e.taggedOK = false
+	// The cluster's quantities do not change, so shares need no resort
+	// (setTotal would ask for one: a full pass over every sorter).
+	dirty := c.totalDirty
 	c.setTotal(a, a.total.Subtract(fromU).Add(toU))
+	c.totalDirty = dirty
 	if e.q != nil {
 		// Same quantities; only the unreserved part may have moved.
 		e.uq = append(e.uq[:0], c.names.vecOf(e.res.Unreserved())...)

@@ -14,7 +14,7 @@ import (
 
 // TestPropertyUpdateAllocationConserves: offers are converted by random
 // operations (reserve to a role or refine to a sub-role, unreserve,
-// create and destroy volumes, and bogus conversions that create or lose
+// create, destroy, grow and shrink volumes, and bogus conversions that create or lose
 // resources or name resources not held), declined, accepted and
 // re-offered. Against a naive oracle of each agent's total (plain
 // resources arithmetic on the conversions the allocator accepted):
@@ -26,8 +26,13 @@ import (
 //     framework's allocation hold to instead of from;
 //   - a refused one changes nothing at all;
 //   - the books balance after every step (checkInternal, including the
-//     cached quantities of allocation entries);
-//   - every offer holds only resources its role may be offered.
+//     cached quantities of allocation entries), also when an agent's
+//     total changes under offers (UpdateAgent: what it no longer holds
+//     stops counting and those offers are rescinded);
+//   - every offer holds only resources its role may be offered;
+//   - each role's quota consumption is, as a naive sum says, every
+//     reservation to its subtree plus the unreserved resources allocated
+//     to its subtree.
 func TestPropertyUpdateAllocationConserves(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		c := newCore(Options{Interval: time.Second})
@@ -53,12 +58,17 @@ func TestPropertyUpdateAllocationConserves(t *testing.T) {
 			fws[id] = role
 			c.addFramework(id, &mesos.FrameworkInfo{Role: proto.String(role)}, nil, true, nil)
 		}
+		if rapid.Bool().Draw(t, "quota") {
+			// The quota stage runs and allocates reserved and unreserved
+			// resources; consumption is checked after every step.
+			c.updateQuota("db", Quota{Guarantees: map[string]float64{"cpus": float64(rapid.IntRange(1, 6).Draw(t, "guarantee"))}})
+		}
 		// outstanding[fw][agent]: what fw was offered (single-role frameworks:
 		// no allocation info).
 		outstanding := map[string]map[string]resources.Resources{}
 		steps := rapid.IntRange(1, 80).Draw(t, "steps")
 		for step := 0; step < steps; step++ {
-			switch rapid.IntRange(0, 5).Draw(t, "op") {
+			switch rapid.IntRange(0, 7).Draw(t, "op") {
 			case 0, 1:
 				res := c.allocate(now)
 				for fw, byRole := range res.offers {
@@ -87,7 +97,37 @@ func TestPropertyUpdateAllocationConserves(t *testing.T) {
 				delete(outstanding[fw], agent)
 			case 3:
 				now = now.Add(time.Second)
-			default: // an operation on an outstanding offer
+			case 6: // the agent's total changes (operator RESERVE on what the
+				// master believes free, or a re-registration with other
+				// resources), possibly under offers the master has
+				agent := fmt.Sprintf("a%d", rapid.IntRange(0, nAgents-1).Draw(t, "agent"))
+				a := c.agents[agent]
+				var next resources.Resources
+				if rapid.Bool().Draw(t, "reregister") {
+					next = resources.MustParse(fmt.Sprintf("cpus:%d;mem:%d;disk:%d;ports:[31000-31009]", rapid.IntRange(1, 8).Draw(t, "cpus"),
+						128*rapid.IntRange(1, 8).Draw(t, "mem"), 256*rapid.IntRange(1, 8).Draw(t, "disk")))
+				} else {
+					// Part of the unreserved total, whether the allocator
+					// has it free or not (an offer on its way).
+					part := intersect(a.total.Unreserved(), resources.MustParse("cpus:1;mem:64"))
+					to, err := part.PushReservation(dynamic(rapid.SampledFrom([]string{"db", "db/web", "other"}).Draw(t, "rrole")))
+					if err != nil {
+						t.Fatal(err)
+					}
+					next = a.total.Subtract(part).Add(to)
+				}
+				totalQ = totalQ.sub(c.names.vecOf(total[agent])).add(c.names.vecOf(next))
+				total[agent] = next
+				c.updateAgent(agent, nil, next)
+				// The master rescinds the offers the allocator asks for.
+				for _, rq := range c.pendingRescinds {
+					if r, ok := outstanding[rq.framework][rq.agent]; ok {
+						c.recoverResources(rq.framework, rq.agent, r, nil, now)
+						delete(outstanding[rq.framework], rq.agent)
+					}
+				}
+				c.pendingRescinds = nil
+			default: // an operation on an outstanding offer (4, 5, 7)
 				fw, agent, ok := pickHeld(t, outstanding)
 				if !ok {
 					continue
@@ -124,6 +164,7 @@ func TestPropertyUpdateAllocationConserves(t *testing.T) {
 				}
 			}
 			checkInternal(t, c)
+			checkConsumption(t, c)
 			for id, r := range total {
 				if !sameVec(c.names.vecOf(r), c.agents[id].totalQ) {
 					t.Fatalf("agent %s: quantities %v, added with %v", id, c.agents[id].totalQ, c.names.vecOf(r))
@@ -137,7 +178,15 @@ func TestPropertyUpdateAllocationConserves(t *testing.T) {
 // valid ones convert part of it in place; invalid ones do not conserve
 // quantities or name what is not held.
 func drawConversion(t *rapid.T, offer resources.Resources, role string) (from, to resources.Resources, valid bool) {
-	switch rapid.IntRange(0, 6).Draw(t, "kind") {
+	switch rapid.IntRange(0, 8).Draw(t, "kind") {
+	case 7, 8: // GROW_VOLUME or SHRINK_VOLUME of some volume
+		for _, p := range offer.Proto() {
+			if id := p.GetDisk().GetPersistence().GetId(); id != "" {
+				from, to = resize(offer, id, float64(32*rapid.IntRange(1, 4).Draw(t, "by")), rapid.Bool().Draw(t, "grow"))
+				return from, to, true
+			}
+		}
+		return from, to, true
 	case 0, 1: // RESERVE some unreserved scalars to role (or refine to it)
 		part := intersect(offer.Filter(func(p *mesos.Resource) bool { return reservationRole(p) != role && p.GetDisk() == nil }),
 			resources.MustParse(fmt.Sprintf("cpus:%d;mem:%d;disk:%d", rapid.IntRange(1, 2).Draw(t, "c"), 64*rapid.IntRange(1, 2).Draw(t, "m"), 128)))
@@ -245,5 +294,38 @@ func TestUpdateAllocationIgnoresUnknown(t *testing.T) {
 	c.updateAllocation("gone", "nowhere", resources.MustParse("cpus:1"), resources.MustParse("cpus(r):1"))
 	if c.updatesRejected != 0 || !c.agents["a1"].total.Equal(resources.MustParse("cpus:1;mem:64")) {
 		t.Fatalf("unknown IDs: rejected %d, total %s", c.updatesRejected, c.agents["a1"].total)
+	}
+}
+
+// checkConsumption compares the quota consumption of every role with a
+// naive sum over the agents (Mesos 1.9+: reservations of the subtree,
+// allocated or not, plus unreserved allocations of the subtree).
+func checkConsumption(t *rapid.T, c *core) {
+	qr := c.newQuotaRun(c.agentList)
+	for _, rn := range []string{"db", "db/web", "other", "eng"} {
+		want := map[string]float64{}
+		for _, a := range c.agents {
+			for _, p := range a.total.Proto() {
+				if isReserved(p) && inSubtree(reservationRole(p), rn) {
+					want[p.GetName()] += p.GetScalar().GetValue()
+				}
+			}
+			for _, x := range a.alloc {
+				if inSubtree(x.role, rn) {
+					for name, v := range x.res.Unreserved().Quantities() {
+						want[name] += v
+					}
+				}
+			}
+		}
+		got := c.names.mapOf(qr.consumption(rn))
+		for name := range want {
+			if want[name] == 0 {
+				delete(want, name)
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("role %s consumes %v, naive sum %v", rn, got, want)
+		}
 	}
 }

@@ -10,34 +10,38 @@ import (
 
 // quotaRun holds the quota bookkeeping of one allocation run.
 //
-// Consumption of a role's quota is what its subtree is allocated plus its
-// unallocated reservations (Mesos 1.9+ semantics). Guarantees are served
+// Consumption of a role's quota is, as in Mesos 1.9+, every reservation
+// to a role of its subtree (allocated or not) plus the unreserved
+// resources allocated to its subtree. Resources reserved to an ancestor
+// and allocated to the subtree count for the ancestor, not here. Guarantees are served
 // first (quotaStage); the fair stage then keeps enough unreserved
 // resources free across the cluster ("headroom") for the guarantees still
 // unsatisfied, and never lets a role's consumption pass its limit.
 type quotaRun struct {
-	c        *core
-	guar     map[string]qv // by quota role
-	limit    map[string]qv // cap vectors (MaxInt64 = unlimited)
-	resvIdle map[string]qv // unallocated reservations by reservation role
-	top      map[string]string
-	deficit  map[string]qv // for top-level quota roles
-	avail    qv            // unreserved free on active agents
-	required qv            // sum of top-level deficits
-	sorter   *drfNode      // roles with unsatisfied guarantees, DRF order
-	nodes    map[string]*drfNode
+	c         *core
+	guar      map[string]qv // by quota role
+	limit     map[string]qv // cap vectors (MaxInt64 = unlimited)
+	resvAll   map[string]qv // reservations (allocated or not) by reservation role
+	resvAlloc map[string]qv // reserved part of allocations by allocation role
+	top       map[string]string
+	deficit   map[string]qv // for top-level quota roles
+	avail     qv            // unreserved free on active agents
+	required  qv            // sum of top-level deficits
+	sorter    *drfNode      // roles with unsatisfied guarantees, DRF order
+	nodes     map[string]*drfNode
 }
 
 func (c *core) newQuotaRun(agents []*agent) *quotaRun {
 	qr := &quotaRun{
-		c:        c,
-		guar:     map[string]qv{},
-		limit:    map[string]qv{},
-		resvIdle: map[string]qv{},
-		top:      map[string]string{},
-		deficit:  map[string]qv{},
-		sorter:   &drfNode{weight: 1, sortedKids: true},
-		nodes:    map[string]*drfNode{},
+		c:         c,
+		guar:      map[string]qv{},
+		limit:     map[string]qv{},
+		resvAll:   map[string]qv{},
+		resvAlloc: map[string]qv{},
+		top:       map[string]string{},
+		deficit:   map[string]qv{},
+		sorter:    &drfNode{weight: 1, sortedKids: true},
+		nodes:     map[string]*drfNode{},
 	}
 	for rn, q := range c.quotas {
 		if len(q.Guarantees) > 0 {
@@ -57,18 +61,24 @@ func (c *core) newQuotaRun(agents []*agent) *quotaRun {
 		if a.active {
 			qr.avail = qr.avail.add(a.freeUnresQ)
 		}
-		if !a.reserved {
-			continue
+	}
+	// Reservations count wherever they are: on every agent, candidate of
+	// this run or not, active or not (reserved agents are few).
+	for a := range c.resvAgents {
+		for rr, q := range a.resvQ {
+			qr.resvAll[rr] = qr.resvAll[rr].add(q)
 		}
-		for _, p := range a.free.Proto() {
-			if !isReserved(p) || p.GetScalar() == nil {
-				continue
+		for i := range a.alloc {
+			x := &a.alloc[i]
+			var rq qv
+			if x.q != nil {
+				rq = x.q.clone().sub(x.uq)
+			} else {
+				rq = c.names.vecOf(x.res).sub(c.names.vecOf(x.res.Unreserved()))
 			}
-			rr := reservationRole(p)
-			i := c.names.index(p.GetName())
-			v := qr.resvIdle[rr].grow(i + 1)
-			v[i] += toMilli(p.GetScalar().GetValue())
-			qr.resvIdle[rr] = v
+			if rq.positive() {
+				qr.resvAlloc[x.role] = qr.resvAlloc[x.role].add(rq)
+			}
 		}
 	}
 	names := make([]string, 0, len(qr.guar))
@@ -129,17 +139,30 @@ func (qr *quotaRun) topQuota(rn string) string {
 	return t
 }
 
+// consumption is what counts against rn's quota: the subtree's
+// allocations without their reserved parts, plus every reservation to a
+// role of the subtree.
 func (qr *quotaRun) consumption(rn string) qv {
 	var v qv
 	if n := qr.c.tree[rn]; n != nil {
 		v = n.alloc.clone()
 	}
-	for rr, q := range qr.resvIdle {
-		if rr == rn || strings.HasPrefix(rr, rn+"/") {
+	for x, q := range qr.resvAlloc {
+		if inSubtree(x, rn) {
+			v = v.sub(q)
+		}
+	}
+	for rr, q := range qr.resvAll {
+		if inSubtree(rr, rn) {
 			v = v.add(q)
 		}
 	}
 	return v
+}
+
+// inSubtree reports whether role x is rn or one of its descendants.
+func inSubtree(x, rn string) bool {
+	return x == rn || strings.HasPrefix(x, rn+"/")
 }
 
 func (qr *quotaRun) computeDeficit(rn string) qv {
@@ -150,10 +173,15 @@ func (qr *quotaRun) computeDeficit(rn string) qv {
 	return g.clone().sub(qr.consumption(rn)).clampZero()
 }
 
-// allocated updates the bookkeeping after role rn was allocated (uq is
-// the unreserved part; reserved parts were already counted as consumed).
-func (qr *quotaRun) allocated(rn string, uq qv) {
+// allocated updates the bookkeeping after role rn was allocated q, of
+// which uq unreserved (reserved parts were already counted as consumed:
+// the tree grows by q, and resvAlloc by the reserved part, so the
+// consumption grows by uq only).
+func (qr *quotaRun) allocated(rn string, q, uq qv) {
 	qr.avail = qr.avail.sub(uq)
+	if rq := q.clone().sub(uq); rq.positive() {
+		qr.resvAlloc[rn] = qr.resvAlloc[rn].add(rq)
+	}
 	if t := qr.topQuota(rn); t != "" {
 		before := qr.deficit[t]
 		after := qr.computeDeficit(t)

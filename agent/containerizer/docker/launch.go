@@ -40,6 +40,7 @@ func (d *Docker) Launch(ctx context.Context, cfg containerizer.ContainerConfig) 
 		command:     cfg.ExecutorInfo.GetCommand(),
 		env:         cfg.Env,
 		resources:   cfg.Resources,
+		volumes:     cfg.Volumes,
 	})
 }
 
@@ -60,6 +61,9 @@ type TaskLaunch struct {
 	// command's environment for duplicate names. MESOS_SANDBOX and
 	// MESOS_CONTAINER_NAME are always set by the containerizer.
 	Env []string
+	// Volumes are the task's persistent volumes, bind-mounted at their
+	// container paths (relative ones under the sandbox directory).
+	Volumes []containerizer.Volume
 }
 
 // LaunchTask starts a command task's container. Wait reports its end;
@@ -81,6 +85,7 @@ func (d *Docker) LaunchTask(ctx context.Context, tl TaskLaunch) (containerizer.C
 		env:         tl.Env,
 		resources:   t.GetResources(),
 		limits:      t.GetLimits(),
+		volumes:     tl.Volumes,
 	})
 }
 

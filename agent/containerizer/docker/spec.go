@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"mezzo/agent/containerizer"
 	"mezzo/api/mesos"
 )
 
@@ -39,6 +40,8 @@ type spec struct {
 	env       []string
 	resources []*mesos.Resource
 	limits    map[string]*mesos.Value_Scalar
+	// volumes are persistent volumes to bind-mount.
+	volumes []containerizer.Volume
 }
 
 // buildOptions are the containerizer's settings that shape a container.
@@ -298,6 +301,25 @@ func setVolumes(hc *hostConfig, s *spec, o buildOptions) error {
 		hc.Binds = append(hc.Binds, src+":"+cp+":"+mode)
 	}
 	hc.Binds = append(hc.Binds, s.sandbox+":"+o.sandboxDir)
+	for i, v := range s.volumes {
+		cp := v.ContainerPath
+		if cp == "" {
+			return fmt.Errorf("persistent volume %d (%s): 'container_path' is empty", i, v.HostPath)
+		}
+		if !path.IsAbs(cp) {
+			if rel := path.Clean(cp); rel == "." || rel == ".." || strings.HasPrefix(rel, "../") {
+				return fmt.Errorf("persistent volume %s: 'container_path' %q does not name a path inside the sandbox", v.HostPath, cp)
+			}
+			cp = path.Join(o.sandboxDir, cp)
+		}
+		mode := "rw"
+		if v.ReadOnly {
+			mode = "ro"
+		}
+		// After the sandbox's own bind, so a volume inside the sandbox
+		// directory is mounted over it.
+		hc.Binds = append(hc.Binds, v.HostPath+":"+cp+":"+mode)
+	}
 	hc.VolumeDriver = driver
 	return nil
 }

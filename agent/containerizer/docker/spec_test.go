@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"mezzo/agent/containerizer"
 	"mezzo/api/mesos"
 
 	"google.golang.org/protobuf/proto"
@@ -136,6 +137,24 @@ func TestBuild(t *testing.T) {
 				t.Errorf("binds %q driver %q", b.HostConfig.Binds, b.HostConfig.VolumeDriver)
 			}
 		}},
+		{name: "persistent volumes", edit: func(s *spec) {
+			s.volumes = []containerizer.Volume{
+				{HostPath: "/w/volumes/roles/db/v1", ContainerPath: "data"},
+				{HostPath: "/w/volumes/roles/a b/v2", ContainerPath: "/var/lib/db", ReadOnly: true},
+			}
+		}, check: func(t *testing.T, b *createBody) {
+			want := []string{"/sb:/mnt/mesos/sandbox", "/w/volumes/roles/db/v1:/mnt/mesos/sandbox/data:rw",
+				"/w/volumes/roles/a b/v2:/var/lib/db:ro"}
+			if !slices.Equal(b.HostConfig.Binds, want) {
+				t.Errorf("binds %q, want %q", b.HostConfig.Binds, want)
+			}
+		}},
+		{name: "persistent volume leaving the sandbox", edit: func(s *spec) {
+			s.volumes = []containerizer.Volume{{HostPath: "/w/v", ContainerPath: "../up"}}
+		}, err: "does not name a path inside the sandbox"},
+		{name: "persistent volume without a path", edit: func(s *spec) {
+			s.volumes = []containerizer.Volume{{HostPath: "/w/v"}}
+		}, err: "'container_path' is empty"},
 		{name: "both volume paths relative", edit: func(s *spec) {
 			s.container.Volumes = []*mesos.Volume{volume("a", "b", mesos.Volume_RW)}
 		}, err: "'container.volumes[0]': both 'host_path' \"b\" and 'container_path' \"a\" are relative"},

@@ -32,16 +32,24 @@ func init() {
 }
 
 func enter(path string) error {
-	if os.Getenv(MountProcEnv) == "1" {
-		if os.Getpid() != 1 {
-			return fmt.Errorf("%s is set but this process is not pid 1 of a new pid namespace", MountProcEnv)
-		}
+	mountProc, volumes := os.Getenv(MountProcEnv) == "1", os.Getenv(VolumesEnv)
+	if mountProc && os.Getpid() != 1 {
+		return fmt.Errorf("%s is set but this process is not pid 1 of a new pid namespace", MountProcEnv)
+	}
+	if mountProc || volumes != "" {
 		// Keep our mounts from propagating back to the host's namespace.
 		if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
 			return fmt.Errorf("making / private: %w", err)
 		}
+	}
+	if mountProc {
 		if err := syscall.Mount("proc", "/proc", "proc", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, ""); err != nil {
 			return fmt.Errorf("mounting /proc: %w", err)
+		}
+	}
+	if volumes != "" {
+		if err := mountVolumes(volumes); err != nil {
+			return err
 		}
 	}
 	if isSelf(path) {
@@ -62,7 +70,7 @@ func enter(path string) error {
 
 // stepEnv lists the init step's settings, none of which reaches the
 // program.
-var stepEnv = [...]string{ExecEnv, MountProcEnv}
+var stepEnv = [...]string{ExecEnv, MountProcEnv, VolumesEnv}
 
 // isSelf tells whether path names the file this process runs
 // (/proc/self/exe), compared by device and inode so that a rebuilt binary

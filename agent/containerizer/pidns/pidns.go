@@ -1,8 +1,10 @@
 // Package pidns owns the `namespaces/pid` isolator of the mesos
-// containerizer, which runs each container in its own pid namespace, and
-// the `filesystem/posix` isolator (a no-op: sandboxes are plain
-// directories owned by the agent's user, as with Mesos's posix filesystem
-// isolator when no task user is given).
+// containerizer, which runs each container in its own pid namespace, the
+// `filesystem/posix` isolator (sandboxes are plain directories owned by
+// the agent's user, as with Mesos's posix filesystem isolator when no task
+// user is given; the containerizer links persistent volumes into them) and
+// the `filesystem/linux` isolator (fslinux.go: a mount namespace per
+// container, persistent volumes bind-mounted in it by the init step).
 //
 // Callers: the agent's wiring imports this package for its init-time
 // registration (containerizer.RegisterIsolator). Importing it also installs
@@ -129,6 +131,12 @@ func init() {
 	})
 	containerizer.RegisterIsolator("filesystem/posix", func(containerizer.Options) (containerizer.Isolator, error) {
 		return posixFS{}, nil
+	})
+	containerizer.RegisterIsolator("filesystem/linux", func(containerizer.Options) (containerizer.Isolator, error) {
+		if err := checkMountNamespaces(); err != nil {
+			return nil, err
+		}
+		return LinuxFS{}, nil
 	})
 }
 
