@@ -101,10 +101,7 @@ func (c *invocation) matchReservations(agentID string, rs []*mesos.Resource, pri
 	}
 	for _, r := range rs {
 		role := topRole(r)
-		held, err := a.reserved(role)
-		if err != nil {
-			return nil, err
-		}
+		held := a.reserved(role)
 		var match []*mesos.Resource_ReservationInfo
 		for _, h := range held {
 			if h.GetName() != r.GetName() || h.GetDisk().GetPersistence() != nil || len(h.GetReservations()) != 1 {
@@ -124,7 +121,7 @@ func (c *invocation) matchReservations(agentID string, rs []*mesos.Resource, pri
 		}
 		if len(match) > 1 {
 			return nil, usageError{fmt.Errorf("agent %s holds %s reserved for role %s under %d different reservations (principals or labels); "+
-				"give --principal, or the resources as JSON (see /master/slaves reserved_resources_full)", agentID, r.GetName(), role, len(match))}
+				"give --principal, or the resources as JSON (see GET_AGENTS or /master/slaves reserved_resources_full)", agentID, r.GetName(), role, len(match))}
 		}
 		if len(match) == 1 {
 			r.Reservations = []*mesos.Resource_ReservationInfo{proto.Clone(match[0]).(*mesos.Resource_ReservationInfo)}

@@ -9,7 +9,6 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"mezzo/api/codec"
 	"mezzo/api/masterpb"
 	"mezzo/api/mesos"
 )
@@ -72,10 +71,7 @@ func (c *invocation) createVolume(o *volumesOpts) error {
 	if err != nil {
 		return err
 	}
-	held, err := a.reserved(*o.role)
-	if err != nil {
-		return err
-	}
+	held := a.reserved(*o.role)
 	var disks []*mesos.Resource
 	for _, h := range held {
 		if h.GetName() != "disk" || h.GetDisk().GetPersistence() != nil || h.GetShared() != nil {
@@ -160,15 +156,11 @@ func (c *invocation) destroyVolume(o *volumesOpts) error {
 		return err
 	}
 	var found []*mesos.Resource
-	for role := range a.Reserved {
+	for _, role := range a.roles() {
 		if *o.role != "" && role != *o.role {
 			continue
 		}
-		held, err := a.reserved(role)
-		if err != nil {
-			return err
-		}
-		for _, h := range held {
+		for _, h := range a.reserved(role) {
 			if h.GetDisk().GetPersistence().GetId() == *o.id {
 				found = append(found, h)
 			}
@@ -209,17 +201,9 @@ type volumeRow struct {
 // listVolumes reads GET_STATE: the agents' totals hold the volumes, the
 // live tasks' resources say which tasks use them.
 func (c *invocation) listVolumes(o *volumesOpts) error {
-	body, err := codec.Marshal(codec.JSON, &masterpb.Call{Type: masterpb.Call_GET_STATE.Enum()})
+	resp, err := c.operatorCall(&masterpb.Call{Type: masterpb.Call_GET_STATE.Enum()})
 	if err != nil {
 		return err
-	}
-	var raw jsonBytes
-	if err := c.master.do("POST", "/api/v1", body, string(codec.JSON), &raw); err != nil {
-		return err
-	}
-	resp := &masterpb.Response{}
-	if err := codec.Unmarshal(codec.JSON, raw, resp); err != nil {
-		return fmt.Errorf("decoding the GET_STATE response: %v", err)
 	}
 	st := resp.GetGetState()
 	users := map[[3]string][]string{} // agent, role, persistence ID → task IDs
@@ -279,13 +263,4 @@ func (c *invocation) listVolumes(o *volumesOpts) error {
 		lines = append(lines, []string{r.AgentID, r.Role, r.ID, mem(r.Size), r.ContainerPath, principal, use})
 	}
 	return table(c.stdout, []string{"AGENT", "ROLE", "ID", "SIZE", "PATH", "PRINCIPAL", "IN USE BY"}, lines)
-}
-
-// jsonBytes keeps a response body as it came, for decoding with codec.
-type jsonBytes []byte
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (b *jsonBytes) UnmarshalJSON(data []byte) error {
-	*b = append((*b)[:0], data...)
-	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"strings"
 
 	"google.golang.org/protobuf/proto"
@@ -88,41 +87,78 @@ func parseResourceJSON(s string) ([]*mesos.Resource, error) {
 	return out, nil
 }
 
-// agentResources is one agent of /master/slaves with the full Resource
-// objects of its reservations (role → resources, volumes included).
+// agentResources is one agent as the leading master sees it (GET_AGENTS):
+// its total, reservations and volumes included, as full Resource objects.
 type agentResources struct {
-	ID       string                       `json:"id"`
-	Hostname string                       `json:"hostname"`
-	Reserved map[string][]json.RawMessage `json:"reserved_resources_full"`
+	ID    string
+	Total []*mesos.Resource
 }
 
-// reserved returns the agent's reserved resources of role, decoded.
-func (a *agentResources) reserved(role string) ([]*mesos.Resource, error) {
+// reserved returns the agent's resources reserved to role (the top of
+// their reservation stack), volumes included.
+func (a *agentResources) reserved(role string) []*mesos.Resource {
 	var out []*mesos.Resource
-	for _, x := range a.Reserved[role] {
-		r := &mesos.Resource{}
-		if err := codec.Unmarshal(codec.JSON, x, r); err != nil {
-			return nil, fmt.Errorf("agent %s: decoding a reserved resource of role %s: %v", a.ID, role, err)
+	for _, r := range a.Total {
+		if topRole(r) == role && role != "" {
+			out = append(out, r)
 		}
-		out = append(out, resources.ToPostRefinement([]*mesos.Resource{r})...)
 	}
-	return out, nil
+	return out
 }
 
-// findAgent reads one agent from /master/slaves.
-func (c *invocation) findAgent(id string) (*agentResources, error) {
-	var doc struct {
-		Slaves []agentResources `json:"slaves"`
+// roles lists the roles the agent holds reservations for.
+func (a *agentResources) roles() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, r := range a.Total {
+		if role := topRole(r); role != "" && role != "*" && !seen[role] {
+			seen[role] = true
+			out = append(out, role)
+		}
 	}
-	if err := c.master.getJSON("/master/slaves?slave_id="+url.QueryEscape(id), &doc); err != nil {
+	return out
+}
+
+// operatorCall posts a v1 operator call (JSON) and decodes the response.
+// The operator API is answered by the leader only (others redirect), so
+// this reads the leader's view whichever master is listed first.
+func (c *invocation) operatorCall(call *masterpb.Call) (*masterpb.Response, error) {
+	body, err := codec.Marshal(codec.JSON, call)
+	if err != nil {
 		return nil, err
 	}
-	for i := range doc.Slaves {
-		if doc.Slaves[i].ID == id {
-			return &doc.Slaves[i], nil
+	var raw jsonBytes
+	if err := c.master.do("POST", "/api/v1", body, string(codec.JSON), &raw); err != nil {
+		return nil, err
+	}
+	resp := &masterpb.Response{}
+	if err := codec.Unmarshal(codec.JSON, raw, resp); err != nil {
+		return nil, fmt.Errorf("decoding the %s response: %v", call.GetType(), err)
+	}
+	return resp, nil
+}
+
+// findAgent reads one agent from the leader (GET_AGENTS).
+func (c *invocation) findAgent(id string) (*agentResources, error) {
+	resp, err := c.operatorCall(&masterpb.Call{Type: masterpb.Call_GET_AGENTS.Enum()})
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range resp.GetGetAgents().GetAgents() {
+		if a.GetAgentInfo().GetId().GetValue() == id {
+			return &agentResources{ID: id, Total: resources.ToPostRefinement(a.GetTotalResources())}, nil
 		}
 	}
 	return nil, fmt.Errorf("no agent %s is registered with the master", id)
+}
+
+// jsonBytes keeps a response body as it came, for decoding with codec.
+type jsonBytes []byte
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (b *jsonBytes) UnmarshalJSON(data []byte) error {
+	*b = append((*b)[:0], data...)
+	return nil
 }
 
 // topRole is the role of a resource's most refined reservation, "" if
