@@ -143,7 +143,9 @@ func (m *Master) Watch(ctx context.Context) (*Snapshot, <-chan *masterpb.Event, 
 // As in Mesos the operation applies to the agent's unallocated resources:
 // if it needs resources that are offered out, the agent's outstanding
 // offers are rescinded and the operation is tried again against what is
-// then free; resources used by tasks are never taken. On success (nil)
+// then free (the rescinded offers' resources stay with the allocator even
+// if the operation then fails); resources used by tasks are never taken.
+// On success (nil)
 // the agent's total holds the result (GET_AGENTS, /master/state and the
 // snapshot show it once ApplyOperation returns), the allocator offers it
 // from its next run, and the agent is sent its new set of checkpointed
@@ -154,7 +156,7 @@ func (m *Master) Watch(ctx context.Context) (*Snapshot, <-chan *masterpb.Event, 
 //     malformed resources, a reservation whose principal is not p's (when
 //     p has a Name), a volume on unreserved disk, a persistence ID already
 //     in use for the role on the agent, a volume to destroy or resize that
-//     a task uses;
+//     does not exist or that a task uses;
 //   - 409 (Conflict) when the resources are not available (not on the
 //     agent, or in use by tasks), or the agent is being removed;
 //   - 307/503 from a master that does not lead, as every write.

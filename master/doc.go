@@ -30,6 +30,18 @@
 // The state logic (state*.go) is plain synchronous code that takes `now` as
 // an argument; tests drive it without goroutines or sleeps.
 //
+// # Entry points and the write path
+//
+// The public methods of *Master are filed by caller: api_scheduler.go,
+// api_agent.go, api_operator.go and api_allocator.go. Every write takes the
+// caller's Principal, where authorization will plug in. master/endpoints
+// reaches the master only through its Source interface. An ACCEPT's
+// operations run through the offer-operation table (offer_ops.go);
+// reservations and volumes (operations.go, state_operator_ops.go) change an
+// agent's total, which the agent checkpoints (CHECKPOINT_RESOURCES) and
+// reports back when it subscribes; operations with an id get feedback
+// (operation_feedback.go). docs/architecture.md draws the whole path.
+//
 // # Task lifecycle (as the master records it)
 //
 //	ACCEPT ──validate──► TASK_ERROR / TASK_LOST|DROPPED (never stored)
@@ -49,6 +61,8 @@
 //
 // # Agent lifecycle
 //
+//	(every SUBSCRIBE: total = agent_info.resources with its checkpointed
+//	 reservations and volumes applied; a conflict is refused with 400)
 //	SUBSCRIBE (no id) ──Registrar.Admit──► registered (connected, active)
 //	SUBSCRIBE (known id) ─────────────────► registered (new stream, RECONCILE sent)
 //	SUBSCRIBE (id unknown to this master) ──Registrar.Readmit──► registered,

@@ -829,3 +829,30 @@ func TestMasterApplyOperation(t *testing.T) {
 		t.Fatalf("agent events %v", eventTypes(evs))
 	}
 }
+
+// An allocation the allocator made before it learned of an operator's
+// operation (its offer was on the way to the loop) is not offered in its
+// stale form: it goes back, and the allocator recounts the agent.
+func TestStaleAllocationAfterOperatorOperation(t *testing.T) {
+	h := newHarness(t)
+	a := h.addAgent("a1", "cpus:2;mem:256")
+	f := h.subscribe(roleInfo("db-fw", "db"))
+	if err := h.s.operatorOperation(Principal{}, a.id, reserveOp(dynRes("cpus:2", "db", "")), h.now); err != nil {
+		t.Fatal(err)
+	}
+	h.alloc.calls = nil
+	h.s.allocated(f.id, allocator.Offers{"db": {a.id: resources.MustParse("cpus:1;mem:128")}}, h.now)
+	h.settle()
+	if offers := f.offers(); len(offers) != 0 {
+		t.Fatalf("stale allocation offered: %v", offers)
+	}
+	if !h.alloc.has("RecoverResources "+f.id+" "+a.id) || !h.alloc.has("UpdateAgent "+a.id) {
+		t.Fatalf("allocator calls %v", h.alloc.calls)
+	}
+	// An allocation in the new form is offered.
+	h.s.allocated(f.id, allocator.Offers{"db": {a.id: mustRes(dynRes("cpus:2", "db", "")).Add(resources.MustParse("mem:256"))}}, h.now)
+	h.settle()
+	if offers := f.offers(); len(offers) != 1 {
+		t.Fatalf("current allocation not offered: %v", offers)
+	}
+}

@@ -210,7 +210,11 @@ type agent struct {
 	totalProto []*mesos.Resource
 	// reserved is total's reservations by role (the role of each
 	// resource's last reservation), for role views.
-	reserved  map[string]resources.Resources
+	reserved map[string]resources.Resources
+	// converted is set once an operator's operation changed total: an
+	// offer the allocator made before it learned the new total may still
+	// be on its way, so offers on this agent are checked (allocated).
+	converted bool
 	tasks     map[string]map[string]*task     // framework ID -> task ID
 	executors map[string]map[string]*executor // framework ID -> executor ID
 	offers    map[string]*offer

@@ -45,6 +45,18 @@ func (s *state) allocated(fwID string, offers allocator.Offers, now time.Time) {
 				s.alloc.RecoverResources(fwID, agentID, res, nil)
 				continue
 			}
+			if a.converted && !s.freeOn(a).Contains(res.NonRevocable().WithoutAllocationInfo()) {
+				// Allocated before an operator's operation changed the
+				// agent's total: not there in this form any more (revocable
+				// resources are not part of the total). Hand it
+				// back and have the allocator recount the agent's free
+				// resources against the total.
+				s.log.Info("dropping an allocation that predates an operator's operation on the agent",
+					"framework", fwID, "agent", agentID, "resources", res.String())
+				s.alloc.RecoverResources(fwID, agentID, res, nil)
+				s.alloc.UpdateAgent(agentID, nil, a.total)
+				continue
+			}
 			o := &offer{id: s.newOfferID(), fwID: fwID, agentID: agentID, role: role, res: res}
 			if s.cfg.OfferTimeout > 0 {
 				s.setOfferExpiry(o, now.Add(s.cfg.OfferTimeout))

@@ -65,6 +65,7 @@ func (s *state) operatorOperation(p Principal, agentID string, op *mesos.Offer_O
 	if err := s.applyToAgent(a, n); err != nil {
 		panic(err) // the unallocated resources are part of the total
 	}
+	a.converted = true
 	s.alloc.UpdateAgent(a.id, nil, a.total)
 	s.operationStatus(nil, agentID, n, mesos.OperationState_OPERATION_FINISHED, "", nil, now)
 	s.log.Info("operator operation applied", "agent", agentID, "operation", op.GetType().String(), "principal", p.Name)
