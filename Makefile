@@ -2,7 +2,7 @@
 GO ?= go
 PROTO_FILES := $(shell find api/proto -name '*.proto' | sort)
 
-.PHONY: build generate protos test test-short lint clean tools
+.PHONY: build generate protos test test-short test-failover lint clean tools
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/mezzo ./cmd/mezzo
@@ -25,6 +25,15 @@ test:
 	CGO_ENABLED=0 $(GO) build -o bin/mezzo ./cmd/mezzo
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 20m ./...
+
+# The long master-failover run (issue 11 §1): SIGKILL the leading master
+# FAILOVER_KILLS times while two frameworks launch FAILOVER_TASKS tasks
+# each; FAILOVER_SEED replays a run (its seed is logged).
+FAILOVER_KILLS ?= 12
+FAILOVER_TASKS ?= 400
+test-failover:
+	MEZZO_FAILOVER_KILLS=$(FAILOVER_KILLS) MEZZO_REGISTRAR_KILLS=$(FAILOVER_KILLS) MEZZO_FAILOVER_TASKS=$(FAILOVER_TASKS) MEZZO_FAILOVER_SEED=$(FAILOVER_SEED) \
+		$(GO) test -count=1 -v -timeout 30m -run 'TestFailoverKillLeaderRandomized|TestRegistrarLinearizable' ./e2e/ ./replog/
 
 test-short:
 	$(GO) test -short -count=1 ./...

@@ -389,7 +389,13 @@ func (a *Agent) frameworkMessage(m *protocol.AgentEvent_FrameworkMessage) {
 }
 
 // updateFramework refreshes a framework's info (failover, UPDATE_FRAMEWORK).
+// The master sends it when the framework (re-)subscribes, so the
+// framework's unacknowledged updates are forwarded now rather than at their
+// next backoff retry (up to 10 minutes away), as Mesos's agent resumes its
+// status update manager here; that includes updates of tasks the agent no
+// longer holds (e.g. TASK_LOST for a task of a framework it forgot).
 func (a *Agent) updateFramework(info *mesos.FrameworkInfo) {
+	a.sum.RetryFramework(info.GetId().GetValue())
 	fw := a.frameworks[info.GetId().GetValue()]
 	if fw == nil {
 		return
@@ -400,7 +406,13 @@ func (a *Agent) updateFramework(info *mesos.FrameworkInfo) {
 
 // reconcile answers the master's view after re-registration: tasks the
 // agent does not know are reported lost (dropped).
+// The framework's capabilities come from the agent's record or, for a
+// framework it never saw (its RUN_TASK was lost), from the master's.
 func (a *Agent) reconcile(m *protocol.AgentEvent_Reconcile) {
+	infos := map[string]*mesos.FrameworkInfo{}
+	for _, info := range m.GetFrameworks() {
+		infos[info.GetId().GetValue()] = info
+	}
 	for _, t := range m.GetTasks() {
 		fid, tid := t.GetFrameworkId().GetValue(), t.GetTaskId().GetValue()
 		if fid == "" || tid == "" {
@@ -410,7 +422,14 @@ func (a *Agent) reconcile(m *protocol.AgentEvent_Reconcile) {
 		if fw != nil && fw.executorFor(tid) != nil {
 			continue
 		}
-		a.agentUpdateFor(fid, fw, nil, tid, a.lostState(fw), mesos.TaskStatus_REASON_RECONCILIATION,
+		if _, known := a.sum.Latest(fid, tid); known {
+			continue // the agent already reported its outcome (e.g. TASK_LOST without an executor)
+		}
+		state := a.lostState(fw)
+		if fw == nil && infos[fid] != nil {
+			state = a.lostState(&framework{id: fid, info: infos[fid]})
+		}
+		a.agentUpdateFor(fid, fw, nil, tid, state, mesos.TaskStatus_REASON_RECONCILIATION,
 			"Reconciliation: task unknown to the agent")
 	}
 }

@@ -103,12 +103,22 @@ func (a *Agent) subscribeMessage() *protocol.AgentCall_Subscribe {
 		s.Frameworks = append(s.Frameworks, fw.info)
 		for _, eid := range fw.order {
 			e := fw.executors[eid]
-			if e == nil || e.phase == phaseTerminated {
+			if e == nil {
 				continue
 			}
-			s.Executors = append(s.Executors, e.info)
+			// As Mesos: a terminated executor consumes nothing, and a
+			// command executor is the agent's own (the master never
+			// accounts it: its allowance is a small overcommit), so
+			// neither is reported; their tasks are.
+			if e.phase != phaseTerminated && e.kind != kindCommand {
+				s.Executors = append(s.Executors, e.info)
+			}
+			// Every task the agent still holds: live ones, and terminal
+			// ones whose update awaits acknowledgement (a terminated
+			// executor has only those), so that a new master can forward
+			// the pending updates instead of calling the task unknown.
 			for _, tid := range e.taskOrder {
-				s.Tasks = append(s.Tasks, e.tasks[tid].t)
+				s.Tasks = append(s.Tasks, a.reportedTask(fid, e.tasks[tid]))
 			}
 		}
 	}
@@ -116,6 +126,22 @@ func (a *Agent) subscribeMessage() *protocol.AgentCall_Subscribe {
 		s.Unacknowledged = append(s.Unacknowledged, u.GetStatus())
 	}
 	return s
+}
+
+// reportedTask is a task as re-registration describes it: its latest
+// state, and the state and uuid of the oldest update the master has not
+// seen acknowledged (Mesos's status_update_state and status_update_uuid).
+func (a *Agent) reportedTask(fid string, t *task) *mesos.Task {
+	if t.queued && len(t.t.Statuses) == 0 {
+		return t.t
+	}
+	p := proto.Clone(t.t).(*mesos.Task)
+	if pending := a.sum.Pending(fid, t.t.GetTaskId().GetValue()); len(pending) > 0 {
+		head := pending[0].GetStatus()
+		p.StatusUpdateState = head.State
+		p.StatusUpdateUuid = head.GetUuid()
+	}
+	return p
 }
 
 func agentCapabilities() []*mesos.AgentInfo_Capability {

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -214,6 +215,7 @@ type masterState struct {
 			ID    string `json:"id"`
 			State string `json:"state"`
 		} `json:"tasks"`
+		Executors []json.RawMessage `json:"executors"`
 	} `json:"frameworks"`
 }
 

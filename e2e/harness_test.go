@@ -2,7 +2,8 @@
 // cmd/mezzo, starts `mezzo local` as a separate process, and drives it with
 // `mezzo run` and with unmodified Mesos v1 clients from mesos-go v0.0.11
 // (built from the compat/mesosgo module). Nothing here talks to mezzo's
-// packages directly: only processes, ports and HTTP.
+// master or agent packages directly: only processes, ports and HTTP (the
+// failover test's frameworks use the scheduler SDK, a client library).
 package e2e
 
 import (

@@ -87,6 +87,11 @@ type state struct {
 	// readmitting counts, by agent ID, re-admissions in flight.
 	admitting   map[*AgentStream]bool
 	readmitting map[string]int
+	// undelivered holds, by framework ID, the agents whose status updates
+	// for it could not be forwarded (the framework was not subscribed to
+	// this master): they are told when it subscribes, so that they retry
+	// at once (state_tasks.go).
+	undelivered map[string]map[string]bool
 	// removals wait for --agent_removal_rate_limit; nextRemoval is when
 	// the next may run.
 	removals    []pendingRemoval
@@ -264,6 +269,7 @@ func newState(cfg Config, alloc allocator.Allocator, post func(event), now time.
 		recovered:    map[string]bool{},
 		admitting:    map[*AgentStream]bool{},
 		readmitting:  map[string]int{},
+		undelivered:  map[string]map[string]bool{},
 		dirty:        true,
 		// Without an Election the master leads from the start (tests,
 		// embedded use); Master.New clears this when it has one.

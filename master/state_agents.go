@@ -181,20 +181,7 @@ func (s *state) admitted(st *AgentStream, sub *protocol.AgentCall_Subscribe, err
 			}
 		}
 	}
-	used := map[string]resources.Resources{}
-	for fwID, ts := range a.tasks {
-		for _, t := range ts {
-			if !t.recovered {
-				used[fwID] = used[fwID].Add(t.res)
-			}
-		}
-	}
-	for fwID, es := range a.executors {
-		for _, e := range es {
-			used[fwID] = used[fwID].Add(e.res)
-		}
-	}
-	s.alloc.AddAgent(id, info, total, used)
+	s.alloc.AddAgent(id, info, total, s.agentUsed(a))
 	if !a.connected {
 		s.alloc.DeactivateAgent(id)
 	}
@@ -254,20 +241,37 @@ func (s *state) reregister(a *agent, st *AgentStream, sub *protocol.AgentCall_Su
 	if resend {
 		s.checkpointResources(a)
 	}
-	s.adoptReport(a, sub, now)
+	s.removeUnreportedExecutors(a, sub)
+	if s.adoptReport(a, sub, now) {
+		// The agent runs something the master did not count (it came
+		// back with tasks the master had dropped): re-add the agent so
+		// the allocator counts exactly what the master now lists.
+		s.rescindAgentOffers(a)
+		s.alloc.RemoveAgent(a.id)
+		s.alloc.AddAgent(a.id, a.info, a.total, s.agentUsed(a))
+		if !a.connected {
+			s.alloc.DeactivateAgent(a.id)
+		}
+	}
 	// Tell the agent what the master believes it runs; it answers with
 	// TASK_LOST/DROPPED for tasks it does not know (e.g. a RUN_TASK lost
-	// while it was disconnected).
+	// while it was disconnected, or the agent restarted and its
+	// framework did not checkpoint).
 	var known []*mesos.Task
+	var infos []*mesos.FrameworkInfo
 	for _, fwID := range sortedKeys(a.tasks) {
+		n := len(known)
 		for _, t := range sortedTasks(a.tasks[fwID]) {
 			if !mesos.IsTerminal(t.proto.GetState()) {
 				known = append(known, t.proto)
 			}
 		}
+		if fw := s.frameworks[fwID]; fw != nil && len(known) > n {
+			infos = append(infos, fw.info)
+		}
 	}
 	ev := s.agentEvent(protocol.AgentEvent_RECONCILE)
-	ev.Reconcile = &protocol.AgentEvent_Reconcile{Tasks: known}
+	ev.Reconcile = &protocol.AgentEvent_Reconcile{Tasks: known, Frameworks: infos}
 	s.sendAgent(a, ev)
 	if !a.deactivated {
 		s.alloc.ActivateAgent(a.id)
@@ -276,11 +280,64 @@ func (s *state) reregister(a *agent, st *AgentStream, sub *protocol.AgentCall_Su
 	s.log.Info("agent re-registered", "agent", a.id)
 }
 
+// agentUsed is what the allocator must count as used on an agent: its
+// executors and the tasks whose resources have not gone back.
+func (s *state) agentUsed(a *agent) map[string]resources.Resources {
+	used := map[string]resources.Resources{}
+	for fwID, ts := range a.tasks {
+		for _, t := range ts {
+			if !t.recovered {
+				used[fwID] = used[fwID].Add(t.res)
+			}
+		}
+	}
+	for fwID, es := range a.executors {
+		for _, e := range es {
+			used[fwID] = used[fwID].Add(e.res)
+		}
+	}
+	return used
+}
+
+// removeUnreportedExecutors forgets the executors the master lists on a
+// re-registering agent that the agent no longer runs (it restarted and
+// did not recover them, or they ended while it was disconnected), and
+// gives their resources back, as Mesos's master does on re-registration.
+// Their tasks are settled by the RECONCILE that follows.
+func (s *state) removeUnreportedExecutors(a *agent, sub *protocol.AgentCall_Subscribe) {
+	if len(a.executors) == 0 {
+		return
+	}
+	reported := map[[2]string]bool{}
+	for _, ei := range sub.GetExecutors() {
+		reported[[2]string{ei.GetFrameworkId().GetValue(), ei.GetExecutorId().GetValue()}] = true
+	}
+	for _, fwID := range sortedKeys(a.executors) {
+		for _, exID := range sortedKeys(a.executors[fwID]) {
+			if reported[[2]string{fwID, exID}] {
+				continue
+			}
+			ex := a.executors[fwID][exID]
+			s.log.Info("agent no longer runs executor; removing it", "agent", a.id, "framework", fwID, "executor", exID)
+			s.removeExecutor(ex)
+			if !ex.res.IsEmpty() {
+				s.alloc.RecoverResources(fwID, a.id, ex.res, nil)
+			}
+		}
+	}
+}
+
 // adoptReport takes in the frameworks, executors and tasks an agent
 // reports that the master does not know (after a master failover, or
 // tasks that came back from a partition). Frameworks not yet subscribed to
 // this master are added as "recovered"; removed frameworks are shut down.
-func (s *state) adoptReport(a *agent, sub *protocol.AgentCall_Subscribe, now time.Time) {
+// A task comes in its latest state with the state and uuid of the update
+// the agent will forward next, so terminal tasks whose updates are not yet
+// acknowledged are rebuilt too (their resources are free) and those
+// updates find them. It reports whether it added an executor or a live
+// task (resources the allocator does not know to be used).
+func (s *state) adoptReport(a *agent, sub *protocol.AgentCall_Subscribe, now time.Time) bool {
+	added := false
 	shutdown := map[string]bool{}
 	for _, info := range sub.GetFrameworks() {
 		id := info.GetId().GetValue()
@@ -315,6 +372,7 @@ func (s *state) adoptReport(a *agent, sub *protocol.AgentCall_Subscribe, now tim
 		info := proto.Clone(ei).(*mesos.ExecutorInfo)
 		info.Resources = res.Proto()
 		s.addExecutor(&executor{info: info, res: res, fwID: fw.id, agentID: a.id})
+		added = added || !res.IsEmpty()
 	}
 	for _, p := range sub.GetTasks() {
 		fwID := p.GetFrameworkId().GetValue()
@@ -341,6 +399,7 @@ func (s *state) adoptReport(a *agent, sub *protocol.AgentCall_Subscribe, now tim
 		tp.Resources = res.Proto()
 		t := &task{proto: tp, res: res, fwID: fwID, agentID: a.id, executorID: p.GetExecutorId().GetValue()}
 		t.recovered = mesos.IsTerminal(tp.GetState())
+		added = added || (!t.recovered && !res.IsEmpty())
 		delete(fw.unreachableTasks, id)
 		s.addTask(t)
 		s.emit(func() *masterpb.Event {
@@ -352,6 +411,7 @@ func (s *state) adoptReport(a *agent, sub *protocol.AgentCall_Subscribe, now tim
 		ev.ShutdownFramework = &protocol.AgentEvent_ShutdownFramework{FrameworkId: frameworkID(id)}
 		s.sendAgent(a, ev)
 	}
+	return added
 }
 
 // defaultRole is the role resources without allocation_info are

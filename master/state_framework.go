@@ -79,6 +79,7 @@ func (s *state) subscribe(sub *schedulerpb.Call_Subscribe, now time.Time) (*Fram
 		fw.reregisteredTime = now
 		s.frameworks[id] = fw
 		s.alloc.AddFramework(id, info, s.frameworkUsed(fw), true, sub.GetSuppressedRoles())
+		s.updateFrameworkOnAgents(fw)
 		s.log.Info("framework re-registered", "framework", id)
 	default:
 		if fw.stream != nil {
@@ -231,6 +232,7 @@ func (s *state) removeFramework(fw *framework, now time.Time) {
 	fw.active = false
 	fw.failoverAt = time.Time{}
 	delete(s.frameworks, fw.id)
+	delete(s.undelivered, fw.id)
 	s.completedIDs[fw.id] = true
 	view := s.frameworkView(fw)
 	view.UnregisteredTime = now
@@ -279,9 +281,19 @@ func (s *state) updateFramework(fw *framework, u *schedulerpb.Call_UpdateFramewo
 }
 
 // updateFrameworkOnAgents sends the current FrameworkInfo to every agent
-// running something of the framework.
+// running something of the framework, and to those holding updates it did
+// not receive: on (re-)subscription this is what makes them forward those
+// updates now.
 func (s *state) updateFrameworkOnAgents(fw *framework) {
-	for _, id := range s.frameworkAgents(fw) {
+	ids := s.frameworkAgents(fw)
+	if extra := s.undelivered[fw.id]; len(extra) > 0 {
+		for _, id := range ids {
+			delete(extra, id)
+		}
+		ids = append(ids, sortedKeys(extra)...)
+		delete(s.undelivered, fw.id)
+	}
+	for _, id := range ids {
 		if a := s.agents[id]; a != nil {
 			ev := s.agentEvent(protocol.AgentEvent_UPDATE_FRAMEWORK)
 			ev.UpdateFramework = &protocol.AgentEvent_UpdateFramework{FrameworkInfo: fw.info}

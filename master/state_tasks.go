@@ -101,7 +101,13 @@ func (s *state) applyStatus(t *task, st *mesos.TaskStatus, latest mesos.TaskStat
 	}
 	rec := proto.Clone(st).(*mesos.TaskStatus)
 	rec.Data = nil // Mesos keeps statuses without their data payload
-	p.Statuses = append(p.Statuses, rec)
+	if n := len(p.Statuses); n > 0 && p.Statuses[n-1].GetState() == rec.GetState() {
+		// A retried update (or a new one in the same state) replaces
+		// the last entry rather than growing the list, as Mesos.
+		p.Statuses = append(p.Statuses[:n-1:n-1], rec)
+	} else {
+		p.Statuses = append(p.Statuses, rec)
+	}
 	t.proto = p
 	if mesos.IsTerminal(latest) {
 		s.recoverTask(t)
@@ -163,17 +169,34 @@ func (s *state) statusUpdate(a *agent, su *protocol.AgentCall_StatusUpdate, now 
 		if s.completedIDs[fwID] && len(uuid) > 0 {
 			// Nobody will ever acknowledge it; let the agent's stream move on.
 			s.ackToAgent(a, fwID, su.GetStatus().GetTaskId(), uuid)
+		} else {
+			// The framework may yet subscribe to this master (after a
+			// failover): the agent keeps retrying, and is told when.
+			s.markUndelivered(fwID, a.id)
 		}
-		return
-	}
-	t := fw.tasks[taskID]
-	if t == nil || t.agentID != a.id {
-		s.count("master/invalid_status_updates")
-		s.log.Warn("status update for unknown task", "framework", fwID, "task", taskID, "agent", a.id)
 		return
 	}
 	st := proto.Clone(su.GetStatus()).(*mesos.TaskStatus)
 	st.AgentId = agentID(a.id)
+	t := fw.tasks[taskID]
+	if t == nil || t.agentID != a.id {
+		// As Mesos, the update still goes to the framework (e.g. the
+		// TASK_LOST an agent sent for a task it never saw): its
+		// acknowledgement is what lets the agent's stream end.
+		s.count("master/invalid_status_updates")
+		s.log.Warn("status update for unknown task", "framework", fwID, "task", taskID, "agent", a.id)
+		if st.Timestamp == nil {
+			st.Timestamp = proto.Float64(seconds(now))
+		}
+		// Remembered even when sent: nothing of the framework on this
+		// agent would otherwise bring the agent a retry when the
+		// framework re-subscribes (its stream may already be dead).
+		s.forwardStatus(fw, st)
+		if len(uuid) > 0 {
+			s.markUndelivered(fwID, a.id)
+		}
+		return
+	}
 	if su.GetExecutorId() != nil {
 		st.ExecutorId = su.GetExecutorId()
 	} else if st.ExecutorId == nil && t.executorID != "" {
@@ -195,12 +218,21 @@ func (s *state) statusUpdate(a *agent, su *protocol.AgentCall_StatusUpdate, now 
 		if len(uuid) > 0 {
 			s.ackToAgent(a, fwID, st.GetTaskId(), uuid)
 		}
-	} else {
-		s.forwardStatus(fw, st)
+	} else if !s.forwardStatus(fw, st) && len(uuid) > 0 {
+		s.markUndelivered(fwID, a.id)
 	}
 	if mesos.IsTerminal(st.GetState()) && len(uuid) == 0 {
 		s.completeTask(fw, t)
 	}
+}
+
+// markUndelivered remembers that an agent holds an update the framework
+// has not received; see state.undelivered.
+func (s *state) markUndelivered(fwID, agentID string) {
+	if s.undelivered[fwID] == nil {
+		s.undelivered[fwID] = map[string]bool{}
+	}
+	s.undelivered[fwID][agentID] = true
 }
 
 func (s *state) ackToAgent(a *agent, fwID string, taskID *mesos.TaskID, uuid []byte) {

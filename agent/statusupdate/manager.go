@@ -198,6 +198,25 @@ func (m *Manager) Resume() {
 	m.wakeLocked()
 }
 
+// RetryFramework forwards the heads of the framework's streams now, with
+// their backoff reset (Mesos's agent does so when the master tells it the
+// framework re-subscribed: the updates it retried into the void while the
+// framework was away reach it at once). It does not undo Pause.
+func (m *Manager) RetryFramework(frameworkID string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	woke := false
+	for k, s := range m.streams {
+		if k.framework == frameworkID && len(s.pending) > 0 {
+			s.next, s.interval = time.Time{}, RetryIntervalMin
+			woke = true
+		}
+	}
+	if woke {
+		m.wakeLocked()
+	}
+}
+
 // Pending returns copies of the task's unacknowledged updates, oldest first
 // (nil if there is no stream).
 func (m *Manager) Pending(frameworkID, taskID string) []*protocol.AgentCall_StatusUpdate {

@@ -548,12 +548,20 @@ type AgentCall_Subscribe struct {
 	// its executors and must register as a new agent.
 	BootId *string `protobuf:"bytes,6,opt,name=boot_id,json=bootId" json:"boot_id,omitempty"`
 	// What the agent is running, so a new leader can rebuild its state.
+	// executors leaves out terminated executors and the agent's own
+	// command executors (the master never counts those), as Mesos. tasks
+	// holds every task the agent still holds, terminal ones whose update
+	// awaits acknowledgement included, each in its latest state with
+	// status_update_state / status_update_uuid naming the next update the
+	// agent will forward.
 	Frameworks []*mesos.FrameworkInfo `protobuf:"bytes,7,rep,name=frameworks" json:"frameworks,omitempty"`
 	Executors  []*mesos.ExecutorInfo  `protobuf:"bytes,8,rep,name=executors" json:"executors,omitempty"`
 	Tasks      []*mesos.Task          `protobuf:"bytes,9,rep,name=tasks" json:"tasks,omitempty"`
 	// Highest master epoch this agent has accepted; 0 if none.
 	Epoch *uint64 `protobuf:"varint,10,opt,name=epoch" json:"epoch,omitempty"`
-	// Statuses not yet acknowledged, per task, as the agent's update manager holds them.
+	// Statuses not yet acknowledged, per task, as the agent's update
+	// manager holds them (informational: the master rebuilds from tasks,
+	// and the agent forwards these once SUBSCRIBED).
 	Unacknowledged []*mesos.TaskStatus `protobuf:"bytes,11,rep,name=unacknowledged" json:"unacknowledged,omitempty"`
 	// The agent's checkpointed resources: every dynamic reservation and
 	// persistent volume it holds (as Mesos's checkpointed_resources).
@@ -1519,7 +1527,12 @@ type AgentEvent_Reconcile struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Tasks the master believes run on this agent; the agent answers with a
 	// status update for any it does not know (TASK_LOST / TASK_DROPPED).
-	Tasks         []*mesos.Task `protobuf:"bytes,1,rep,name=tasks" json:"tasks,omitempty"`
+	Tasks []*mesos.Task `protobuf:"bytes,1,rep,name=tasks" json:"tasks,omitempty"`
+	// The FrameworkInfo of every framework with a task in tasks, so that
+	// an agent that does not know the framework still answers as it asks
+	// (TASK_DROPPED for a PARTITION_AWARE one), as Mesos's
+	// ReconcileTasksMessage.framework.
+	Frameworks    []*mesos.FrameworkInfo `protobuf:"bytes,2,rep,name=frameworks" json:"frameworks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1557,6 +1570,13 @@ func (*AgentEvent_Reconcile) Descriptor() ([]byte, []int) {
 func (x *AgentEvent_Reconcile) GetTasks() []*mesos.Task {
 	if x != nil {
 		return x.Tasks
+	}
+	return nil
+}
+
+func (x *AgentEvent_Reconcile) GetFrameworks() []*mesos.FrameworkInfo {
+	if x != nil {
+		return x.Frameworks
 	}
 	return nil
 }
@@ -1758,7 +1778,7 @@ const file_mezzo_protocol_v1_protocol_proto_rawDesc = "" +
 	"\x11FRAMEWORK_MESSAGE\x10\x05\x12\x0e\n" +
 	"\n" +
 	"UNREGISTER\x10\x06\x12\x14\n" +
-	"\x10UPDATE_RESOURCES\x10\a\"\xcd\x17\n" +
+	"\x10UPDATE_RESOURCES\x10\a\"\x86\x18\n" +
 	"\n" +
 	"AgentEvent\x126\n" +
 	"\x04type\x18\x01 \x01(\x0e2\".mezzo.protocol.v1.AgentEvent.TypeR\x04type\x12\x14\n" +
@@ -1820,9 +1840,12 @@ const file_mezzo_protocol_v1_protocol_proto_rawDesc = "" +
 	"\x04Ping\x12\x1a\n" +
 	"\bsequence\x18\x01 \x01(\x04R\bsequence\x1aQ\n" +
 	"\x0fUpdateFramework\x12>\n" +
-	"\x0eframework_info\x18\x01 \x02(\v2\x17.mesos.v1.FrameworkInfoR\rframeworkInfo\x1a1\n" +
+	"\x0eframework_info\x18\x01 \x02(\v2\x17.mesos.v1.FrameworkInfoR\rframeworkInfo\x1aj\n" +
 	"\tReconcile\x12$\n" +
-	"\x05tasks\x18\x01 \x03(\v2\x0e.mesos.v1.TaskR\x05tasks\x1a$\n" +
+	"\x05tasks\x18\x01 \x03(\v2\x0e.mesos.v1.TaskR\x05tasks\x127\n" +
+	"\n" +
+	"frameworks\x18\x02 \x03(\v2\x17.mesos.v1.FrameworkInfoR\n" +
+	"frameworks\x1a$\n" +
 	"\bShutdown\x12\x18\n" +
 	"\amessage\x18\x01 \x01(\tR\amessage\x1a!\n" +
 	"\x05Error\x12\x18\n" +
@@ -1969,12 +1992,13 @@ var file_mezzo_protocol_v1_protocol_proto_depIdxs = []int32{
 	34, // 57: mezzo.protocol.v1.AgentEvent.FrameworkMessage.executor_id:type_name -> mesos.v1.ExecutorID
 	28, // 58: mezzo.protocol.v1.AgentEvent.UpdateFramework.framework_info:type_name -> mesos.v1.FrameworkInfo
 	30, // 59: mezzo.protocol.v1.AgentEvent.Reconcile.tasks:type_name -> mesos.v1.Task
-	32, // 60: mezzo.protocol.v1.AgentEvent.CheckpointResources.resources:type_name -> mesos.v1.Resource
-	61, // [61:61] is the sub-list for method output_type
-	61, // [61:61] is the sub-list for method input_type
-	61, // [61:61] is the sub-list for extension type_name
-	61, // [61:61] is the sub-list for extension extendee
-	0,  // [0:61] is the sub-list for field type_name
+	28, // 60: mezzo.protocol.v1.AgentEvent.Reconcile.frameworks:type_name -> mesos.v1.FrameworkInfo
+	32, // 61: mezzo.protocol.v1.AgentEvent.CheckpointResources.resources:type_name -> mesos.v1.Resource
+	62, // [62:62] is the sub-list for method output_type
+	62, // [62:62] is the sub-list for method input_type
+	62, // [62:62] is the sub-list for extension type_name
+	62, // [62:62] is the sub-list for extension extendee
+	0,  // [0:62] is the sub-list for field type_name
 }
 
 func init() { file_mezzo_protocol_v1_protocol_proto_init() }
