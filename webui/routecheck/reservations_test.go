@@ -31,11 +31,12 @@ import (
 // ApplyOperation; node runs the page's pure functions on the master's
 // /master/slaves and the rows must say what was done. Needs node (the UI
 // has no build step, so there is no other JavaScript engine at hand).
-func TestReservationsPageReadsTheMastersSlaves(t *testing.T) {
-	nodeBin, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node is not installed: the reservations page's functions are not run")
-	}
+// reservedCluster is a real master with one agent holding a static
+// reservation, a dynamic one with labels (made through ApplyOperation) and
+// a persistent volume on it. It returns the master's endpoints, the agent's
+// ID and the volume as JSON.
+func reservedCluster(t *testing.T) (*http.ServeMux, string, string) {
+	t.Helper()
 	m, mux, id := masterWithAgent(t, "cpus:4;mem:1024;disk:2000;disk(static):100")
 	res := `"reservations":[{"type":"DYNAMIC","role":"db","principal":"ops","labels":{"labels":[{"key":"team","value":"storage"}]}}]`
 	apply := func(typ mesos.Offer_Operation_Type, rs string) {
@@ -56,13 +57,50 @@ func TestReservationsPageReadsTheMastersSlaves(t *testing.T) {
 	volume := `{"name":"disk","type":"SCALAR","scalar":{"value":500},` + res +
 		`,"disk":{"persistence":{"id":"pg","principal":"ops"},"volume":{"container_path":"data","mode":"RW"}}}`
 	apply(mesos.Offer_Operation_CREATE, `"create":{"volumes":[`+volume+`]}`)
+	return mux, id, volume
+}
 
+// get reads a master endpoint.
+func get(t *testing.T, mux http.Handler, path string) []byte {
+	t.Helper()
 	rec := httptest.NewRecorder()
-	mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/master/slaves", nil))
+	mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
 	if rec.Code != http.StatusOK {
-		t.Fatalf("/master/slaves: %d %s", rec.Code, rec.Body)
+		t.Fatalf("%s: %d %s", path, rec.Code, rec.Body)
 	}
-	got := runPage(t, nodeBin, rec.Body.Bytes())
+	return rec.Body.Bytes()
+}
+
+// withVolumeInUse adds the volume to the agent's used resources in a
+// /master/slaves document, as a task holding it makes the master show.
+func withVolumeInUse(t *testing.T, slaves []byte, volume string) []byte {
+	t.Helper()
+	var doc map[string]any
+	if err := json.Unmarshal(slaves, &doc); err != nil {
+		t.Fatal(err)
+	}
+	agent := doc["slaves"].([]any)[0].(map[string]any)
+	var vol map[string]any
+	json.Unmarshal([]byte(volume), &vol)
+	vol["allocation_info"] = map[string]any{"role": "db"}
+	agent["used_resources_full"] = append(agent["used_resources_full"].([]any), vol)
+	body, _ := json.Marshal(doc)
+	return body
+}
+
+// The reservations page's data functions (static/js/reservations.js) read
+// what the real master writes: node runs the page's pure functions on the
+// master's /master/slaves and the rows must say what was done. Needs node
+// (the UI has no build step, so there is no other JavaScript engine at
+// hand).
+func TestReservationsPageReadsTheMastersSlaves(t *testing.T) {
+	nodeBin, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed: the reservations page's functions are not run")
+	}
+	mux, id, volume := reservedCluster(t)
+	slaves := get(t, mux, "/master/slaves")
+	got := runPage(t, nodeBin, slaves)
 	want := pageRows{
 		Reservations: []map[string]any{
 			{"agent_id": id, "hostname": "a1", "port": 5051.0, "role": "db", "type": "dynamic", "principal": "ops", "labels": "team=storage",
@@ -87,16 +125,63 @@ func TestReservationsPageReadsTheMastersSlaves(t *testing.T) {
 
 	// A task holding the volume shows in the agent's used resources: the
 	// volume is "in use".
-	var doc map[string]any
-	json.Unmarshal(rec.Body.Bytes(), &doc)
-	agent := doc["slaves"].([]any)[0].(map[string]any)
-	var vol map[string]any
-	json.Unmarshal([]byte(volume), &vol)
-	vol["allocation_info"] = map[string]any{"role": "db"}
-	agent["used_resources_full"] = append(agent["used_resources_full"].([]any), vol)
-	body, _ := json.Marshal(doc)
-	if got := runPage(t, nodeBin, body); len(got.Volumes) != 1 || got.Volumes[0]["in_use"] != true {
+	if got := runPage(t, nodeBin, withVolumeInUse(t, slaves, volume)); len(got.Volumes) != 1 || got.Volumes[0]["in_use"] != true {
 		t.Fatalf("volume used by a task: %v", got.Volumes)
+	}
+}
+
+// The reservations page and an agent's page render (in node over a small
+// DOM, testdata/dom.js) from a real master's /master/state and
+// /master/slaves: by role, by agent with principal and labels, and the
+// volume with its path, size and use. This runs the views' code, which the
+// static checks of package webui cannot.
+func TestReservationsPagesRender(t *testing.T) {
+	nodeBin, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed: the pages are not rendered")
+	}
+	mux, id, volume := reservedCluster(t)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "state.json"), get(t, mux, "/master/state"), 0o644)
+	os.WriteFile(filepath.Join(dir, "slaves.json"), withVolumeInUse(t, get(t, mux, "/master/slaves"), volume), 0o644)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, nodeBin, filepath.Join("testdata", "render.js"), dir).Output()
+	if err != nil {
+		var stderr string
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		t.Fatalf("node: %v\n%s", err, stderr)
+	}
+	var pages struct {
+		Reservations, Agent string
+		Asked               []string
+	}
+	if err := json.Unmarshal(out, &pages); err != nil {
+		t.Fatalf("node's output %q: %v", out, err)
+	}
+	for _, want := range []string{
+		"By role", "db | cpus 1 · disk 1000 MB · mem 256 MB | 1 | ops | 1",
+		"static | disk 100 MB | 1 | – | 0",
+		"a1:5051 | db | cpus 1 · disk 1000 MB · mem 256 MB | dynamic | ops | team=storage | 1",
+		"a1:5051 | static | disk 100 MB | static | – | – | 0",
+		"a1:5051 | pg | db | 500 MB | data | ops | in use | no",
+	} {
+		if !strings.Contains(pages.Reservations, want) {
+			t.Errorf("the reservations page lacks %q:\n%s", want, pages.Reservations)
+		}
+	}
+	for _, want := range []string{
+		"Reservations", "db | cpus 1 · disk 1000 MB · mem 256 MB | dynamic | ops | team=storage | 1",
+		"Persistent volumes", "pg | db | 500 MB | data | ops | in use | no",
+	} {
+		if !strings.Contains(pages.Agent, want) {
+			t.Errorf("the agent's page lacks %q:\n%s", want, pages.Agent)
+		}
+	}
+	if want := `master/slaves{"slave_id":"` + id + `"}`; !strings.Contains(strings.Join(pages.Asked, " "), want) {
+		t.Errorf("the agent's page asked %v, want %s", pages.Asked, want)
 	}
 }
 
