@@ -43,6 +43,9 @@ type operationRec struct {
 	fwID, id  string
 	backoff   time.Duration
 	nextRetry time.Time
+	// sentOn is the subscription the status was last sent on: a framework
+	// that subscribes again gets it at once, not after the backoff.
+	sentOn *FrameworkStream
 }
 
 // operationStatus reports an operation's outcome: counted in the metrics
@@ -107,6 +110,7 @@ func (s *state) operationStatus(fw *framework, agent string, op *mesos.Offer_Ope
 	s.operations[fw.id][id] = rec
 	s.dirty = true
 	s.sendOperationStatus(fw, status)
+	rec.sentOn = fw.stream
 }
 
 func fwIDOf(fw *framework) string {
@@ -142,8 +146,9 @@ func (s *state) acknowledgeOperation(fw *framework, ack *schedulerpb.Call_Acknow
 }
 
 // retryOperationStatuses resends the latest status of every
-// unacknowledged operation whose retry is due, doubling its backoff.
-// Records of frameworks that are gone are dropped.
+// unacknowledged operation whose retry is due, doubling its backoff, and
+// at once (backoff reset) to a framework that subscribed again since it
+// was last sent. Records of frameworks that are gone are dropped.
 func (s *state) retryOperationStatuses(now time.Time) {
 	for _, fwID := range sortedKeys(s.operations) {
 		fw := s.frameworks[fwID]
@@ -154,11 +159,16 @@ func (s *state) retryOperationStatuses(now time.Time) {
 		}
 		for _, id := range sortedKeys(s.operations[fwID]) {
 			rec := s.operations[fwID][id]
-			if now.Before(rec.nextRetry) {
+			switch {
+			case fw.stream != nil && fw.stream != rec.sentOn:
+				rec.backoff = operationRetryMin
+			case now.Before(rec.nextRetry):
 				continue
+			default:
+				rec.backoff = min(2*rec.backoff, operationRetryMax)
 			}
 			s.sendOperationStatus(fw, rec.p.GetLatestStatus())
-			rec.backoff = min(2*rec.backoff, operationRetryMax)
+			rec.sentOn = fw.stream
 			rec.nextRetry = now.Add(rec.backoff)
 		}
 	}

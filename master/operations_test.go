@@ -856,3 +856,33 @@ func TestStaleAllocationAfterOperatorOperation(t *testing.T) {
 		t.Fatalf("current allocation not offered: %v", offers)
 	}
 }
+
+// A framework that subscribes again gets its unacknowledged operation
+// statuses at once, not after the backoff grown while it was away.
+func TestOperationStatusResentOnResubscription(t *testing.T) {
+	h := newHarness(t)
+	a := h.addAgent("a1", "cpus:2")
+	f := h.subscribe(roleInfo("db-fw", "db"))
+	o := h.offerAll(f, a, "db")
+	f.mustCall(acceptCall([]*mesos.Offer{o}, withID(reserveOp(dynRes("cpus:1", "db", "")), "r1")))
+	first := f.opStatuses()
+	h.advance(operationRetryMin)
+	h.advance(2 * operationRetryMin) // backoff now 40s
+	f.opStatuses()
+	info := roleInfo("db-fw", "db")
+	info.Id = frameworkID(f.id)
+	again := h.subscribe(info)
+	h.advance(time.Second)
+	sts := again.opStatuses()
+	if len(sts) != 1 || !proto.Equal(sts[0], first[0]) {
+		t.Fatalf("re-subscribed framework got %v, want the status at once", sts)
+	}
+	h.advance(operationRetryMin - 1)
+	if sts := again.opStatuses(); len(sts) != 0 {
+		t.Fatalf("resent before the reset backoff: %v", sts)
+	}
+	h.advance(1)
+	if sts := again.opStatuses(); len(sts) != 1 {
+		t.Fatalf("not resent after the reset backoff: %v", sts)
+	}
+}

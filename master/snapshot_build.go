@@ -104,10 +104,11 @@ func (s *state) agentView(a *agent) *AgentView {
 		RegisteredTime:   a.registeredTime,
 		ReregisteredTime: a.reregisteredTime,
 		Total:            a.totalProto,
-		Unreserved:       a.total.Unreserved().Proto(),
+		Unreserved:       a.totalProto, // unless reservations, below
 		TaskCounts:       map[string]int{},
 	}
 	if len(a.reserved) > 0 {
+		v.Unreserved = a.total.Unreserved().Proto()
 		v.Reserved = make(map[string][]*mesos.Resource, len(a.reserved))
 		for role, r := range a.reserved {
 			v.Reserved[role] = r.Proto()

@@ -121,7 +121,7 @@ func Metrics(s *master.Snapshot, now time.Time) map[string]float64 {
 var allocatorCounters = []string{"allocator/mesos/allocation_runs"}
 
 // metrics is Metrics merged with the allocator's metrics when the Source
-// reports them (AllocatorMetricser): allocation runs and run times with
+// reports them: allocation runs and run times with
 // percentiles, per-role dominant shares, offer filters and quota; with the
 // host's system/* metrics; and with Options.ExtraMetrics (the registrar's).
 func (h *handlers) metrics(s *master.Snapshot) map[string]float64 {
