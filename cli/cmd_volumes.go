@@ -24,15 +24,15 @@ type volumesOpts struct {
 }
 
 var volumesSpec = spec{
-	summary: "create, destroy or list persistent volumes (operator CREATE_VOLUMES, DESTROY_VOLUMES, GET_STATE)",
-	usage:   " create|destroy|list",
+	summary: "create, destroy, grow, shrink or list persistent volumes (operator CREATE_VOLUMES, DESTROY_VOLUMES, GROW_VOLUME, SHRINK_VOLUME, GET_STATE)",
+	usage:   " create|destroy|grow|shrink|list",
 	nargs:   1,
 	setup: func(fs *flag.FlagSet) any {
 		return &volumesOpts{
 			agent:     fs.String("agent", "", "agent ID (required for create and destroy; filters list)"),
 			role:      fs.String("role", "", "role whose reserved disk holds the volume (required for create; filters list)"),
 			id:        fs.String("id", "", "persistence ID of the volume (required for create and destroy)"),
-			size:      fs.Float64("size", 0, "size of the volume in MB (create)"),
+			size:      fs.Float64("size", 0, "size of the volume in MB (create); MB to add (grow) or to remove (shrink)"),
 			path:      fs.String("path", "", "container path: where tasks see the volume, relative to their sandbox (create; default: the persistence ID)"),
 			principal: fs.String("principal", "", "principal of the volume (create; default: the disk reservation's), or of the reserved disk to use"),
 		}
@@ -47,10 +47,12 @@ func runVolumes(e *env, c *invocation) error {
 		return c.createVolume(o)
 	case "destroy":
 		return c.destroyVolume(o)
+	case "grow", "shrink":
+		return c.resizeVolume(o, c.args[0] == "grow")
 	case "list":
 		return c.listVolumes(o)
 	}
-	return usageError{fmt.Errorf("unknown action %q: expecting create, destroy or list", c.args[0])}
+	return usageError{fmt.Errorf("unknown action %q: expecting create, destroy, grow, shrink or list", c.args[0])}
 }
 
 // createVolume builds the volume from the agent's reserved disk of the
@@ -145,15 +147,15 @@ func sameReservations(a, b *mesos.Resource) bool {
 	return true
 }
 
-// destroyVolume finds the volume on the agent and sends it back in
-// DESTROY_VOLUMES exactly as the agent holds it.
-func (c *invocation) destroyVolume(o *volumesOpts) error {
+// findVolume finds a volume on the agent by persistence ID (and role, when
+// given), as the agent holds it.
+func (c *invocation) findVolume(o *volumesOpts) (*mesos.Resource, error) {
 	if *o.agent == "" || *o.id == "" {
-		return usageError{errors.New("--agent and --id are required")}
+		return nil, usageError{errors.New("--agent and --id are required")}
 	}
 	a, err := c.findAgent(*o.agent)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var found []*mesos.Resource
 	for _, role := range a.roles() {
@@ -168,20 +170,64 @@ func (c *invocation) destroyVolume(o *volumesOpts) error {
 	}
 	switch {
 	case len(found) == 0:
-		return fmt.Errorf("agent %s has no persistent volume %q (see `mezzo volumes list --agent=%s`)", *o.agent, *o.id, *o.agent)
+		return nil, fmt.Errorf("agent %s has no persistent volume %q (see `mezzo volumes list --agent=%s`)", *o.agent, *o.id, *o.agent)
 	case len(found) > 1:
-		return usageError{fmt.Errorf("agent %s has %d volumes with ID %q in different roles; choose one with --role", *o.agent, len(found), *o.id)}
+		return nil, usageError{fmt.Errorf("agent %s has %d volumes with ID %q in different roles; choose one with --role", *o.agent, len(found), *o.id)}
+	}
+	return found[0], nil
+}
+
+// destroyVolume sends the volume back in DESTROY_VOLUMES exactly as the
+// agent holds it.
+func (c *invocation) destroyVolume(o *volumesOpts) error {
+	vol, err := c.findVolume(o)
+	if err != nil {
+		return err
 	}
 	err = c.postOperation(&masterpb.Call{Type: masterpb.Call_DESTROY_VOLUMES.Enum(),
-		DestroyVolumes: &masterpb.Call_DestroyVolumes{AgentId: agentIDOf(*o.agent), Volumes: found}})
+		DestroyVolumes: &masterpb.Call_DestroyVolumes{AgentId: agentIDOf(*o.agent), Volumes: []*mesos.Resource{vol}}})
 	if err != nil {
 		return err
 	}
 	if c.json {
-		return writeJSON(c.stdout, operationResult{AgentID: *o.agent, Operation: "DESTROY", Resources: resourcesJSON(found)})
+		return writeJSON(c.stdout, operationResult{AgentID: *o.agent, Operation: "DESTROY", Resources: resourcesJSON([]*mesos.Resource{vol})})
 	}
 	_, err = fmt.Fprintf(c.stdout, "Destroyed volume %s (role %s) on agent %s; its disk stays reserved for the role.\n",
-		*o.id, topRole(found[0]), *o.agent)
+		*o.id, topRole(vol), *o.agent)
+	return err
+}
+
+// resizeVolume grows a volume by --size MB of the agent's free disk under
+// the volume's own reservation (GROW_VOLUME), or shrinks it by --size MB
+// (SHRINK_VOLUME), which go back to that reservation.
+func (c *invocation) resizeVolume(o *volumesOpts, grow bool) error {
+	if *o.size <= 0 {
+		return usageError{errors.New("--size (MB to add or remove) must be positive")}
+	}
+	vol, err := c.findVolume(o)
+	if err != nil {
+		return err
+	}
+	call := &masterpb.Call{Type: masterpb.Call_SHRINK_VOLUME.Enum(), ShrinkVolume: &masterpb.Call_ShrinkVolume{
+		AgentId: agentIDOf(*o.agent), Volume: vol, Subtract: &mesos.Value_Scalar{Value: proto.Float64(*o.size)}}}
+	op, verb, size := "SHRINK_VOLUME", "Shrank", vol.GetScalar().GetValue()-*o.size
+	if grow {
+		addition := &mesos.Resource{Name: proto.String("disk"), Type: mesos.Value_SCALAR.Enum(),
+			Scalar: &mesos.Value_Scalar{Value: proto.Float64(*o.size)}, Reservations: vol.GetReservations()}
+		if src := vol.GetDisk().GetSource(); src != nil {
+			addition.Disk = &mesos.Resource_DiskInfo{Source: src}
+		}
+		call = &masterpb.Call{Type: masterpb.Call_GROW_VOLUME.Enum(), GrowVolume: &masterpb.Call_GrowVolume{
+			AgentId: agentIDOf(*o.agent), Volume: vol, Addition: addition}}
+		op, verb, size = "GROW_VOLUME", "Grew", vol.GetScalar().GetValue()+*o.size
+	}
+	if err := c.postOperation(call); err != nil {
+		return err
+	}
+	if c.json {
+		return writeJSON(c.stdout, operationResult{AgentID: *o.agent, Operation: op, Resources: resourcesJSON([]*mesos.Resource{vol})})
+	}
+	_, err = fmt.Fprintf(c.stdout, "%s volume %s (role %s) on agent %s to %s.\n", verb, *o.id, topRole(vol), *o.agent, mem(size))
 	return err
 }
 

@@ -15,8 +15,8 @@ import (
 )
 
 // What `reserve`, `unreserve` and `volumes` share: reading resources from
-// the command line, finding an agent's reservations and volumes in
-// /master/slaves, and posting one operator call.
+// the command line, finding an agent's reservations and volumes through
+// the leader's GET_AGENTS, and posting one operator call.
 
 // parseResourcesArg reads RESOURCES as the user typed it: a JSON array of
 // Resource objects (or one object) in Mesos's JSON mapping, used as given;

@@ -136,6 +136,14 @@ func TestReserveAndVolumesAgainstRealMaster(t *testing.T) {
 AGENT  ROLE  ID  SIZE   PATH  PRINCIPAL  IN USE BY
 m1-S0  db    pg  512MB  data  ops        -
 `},
+		{[]string{"volumes", "grow", agent, "--id=pg", "--size=256", master},
+			"Grew volume pg (role db) on agent m1-S0 to 768MB.\n"},
+		{[]string{"volumes", "shrink", agent, "--id=pg", "--size=128", master},
+			"Shrank volume pg (role db) on agent m1-S0 to 640MB.\n"},
+		{[]string{"volumes", "list", master}, `
+AGENT  ROLE  ID  SIZE   PATH  PRINCIPAL  IN USE BY
+m1-S0  db    pg  640MB  data  ops        -
+`},
 		{[]string{"volumes", "destroy", agent, "--id=pg", master},
 			"Destroyed volume pg (role db) on agent m1-S0; its disk stays reserved for the role.\n"},
 		{[]string{"volumes", "list", master}, "\nAGENT  ROLE  ID  SIZE  PATH  PRINCIPAL  IN USE BY\n"},
@@ -211,6 +219,8 @@ func TestOperationCommandErrors(t *testing.T) {
 		{[]string{"volumes", "create", "--agent=" + rm.agent, "--id=x", "--size=10", master}, 2, "--role is required"},
 		{[]string{"volumes", "destroy", "--agent=" + rm.agent, "--id=x", master}, 1, "has no persistent volume \"x\""},
 		{[]string{"volumes", "resize", master}, 2, "unknown action \"resize\""},
+		{[]string{"volumes", "grow", "--agent=" + rm.agent, "--id=x", master}, 2, "--size (MB to add or remove) must be positive"},
+		{[]string{"volumes", "shrink", "--agent=" + rm.agent, "--id=x", "--size=1", master}, 1, "has no persistent volume \"x\""},
 	} {
 		t.Run(strings.Join(tc.args[:len(tc.args)-1], " "), func(t *testing.T) {
 			code, _, errs := run(e, tc.args[0], tc.args[1:]...)
