@@ -69,6 +69,9 @@ func (e *env) commands() map[string]Command {
 		"explain":    explainSpec,
 		"logs":       logsSpec,
 		"teardown":   teardownSpec,
+		"reserve":    reserveSpec,
+		"unreserve":  unreserveSpec,
+		"volumes":    volumesSpec,
 	}
 	out := make(map[string]Command, len(specs))
 	for name, s := range specs {

@@ -1,7 +1,8 @@
 // Package cli is mezzo's operator command line: `mezzo tasks`, `agents`,
-// `frameworks`, `roles`, `explain`, `logs` and `teardown`. Each command is a
-// client of the master's HTTP endpoints (/master/tasks, /master/state-summary,
-// /master/frameworks, /master/roles, /master/allocator/explain,
+// `frameworks`, `roles`, `explain`, `logs`, `teardown`, `reserve`,
+// `unreserve` and `volumes`. Each command is a client of the master's HTTP
+// endpoints (/master/tasks, /master/state-summary, /master/frameworks,
+// /master/slaves, /master/roles, /master/allocator/explain,
 // /metrics/snapshot, the v1 operator API) and, for logs, of the agents'
 // /state and /files/read. It never imports the master or the agent: it sees
 // the cluster exactly as any Mesos tool would.

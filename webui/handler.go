@@ -119,6 +119,7 @@ var Routes = []Route{
 	{Path: "master/state", Server: "master"},
 	{Path: "metrics/snapshot", Server: "master"},
 	{Path: "master/roles", Server: "master"},
+	{Path: "master/slaves", Server: "master", Params: []string{"slave_id"}},
 	{Path: "master/allocator/explain", Server: "master", Params: []string{"framework_id"}},
 	{Path: "/slave(1)/state", Server: "agent", Params: []string{"jsonp"}},
 	{Path: "/files/browse", Server: "agent", Params: []string{"path", "jsonp"}},

@@ -34,7 +34,8 @@ var commands = map[string]subcommand{
 
 func init() {
 	// The operator CLI's commands (tasks, agents, frameworks, roles,
-	// explain, logs, teardown) talk to a master over HTTP.
+	// explain, logs, teardown, reserve, unreserve, volumes) talk to a
+	// master over HTTP.
 	for name, c := range cli.Commands() {
 		commands[name] = subcommand{c.Summary, c.Run}
 	}

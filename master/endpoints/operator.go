@@ -130,6 +130,10 @@ func (h *handlers) operator(w http.ResponseWriter, r *http.Request) {
 		h.markAgentGone(w, r, call.GetMarkAgentGone().GetAgentId().GetValue())
 		return
 	}
+	if agentID, op, ok := operationCall(call); ok {
+		h.applyOperation(w, r, agentID, op)
+		return
+	}
 	resp := rolesResponse(call, s)
 	if resp == nil {
 		resp = h.getResponse(call, s)

@@ -10,6 +10,7 @@ const ROUTES = Object.freeze({
   state: "master/state",
   metrics: "metrics/snapshot",
   roles: "master/roles",
+  slaves: "master/slaves", // reservations and volumes (the *_full resources)
   explain: "master/allocator/explain",
   // agent, on the agent's base URL
   agentState: "/slave(1)/state",

@@ -11,6 +11,7 @@ const ROUTE_TABLE = [
   [/^\/agents\/([^/]+)$/, agentView, "agents"],
   [/^\/tasks$/, tasksView, "tasks"],
   [/^\/roles$/, rolesView, "roles"],
+  [/^\/reservations$/, reservationsView, "reservations"],
   [/^\/task\/([^/]+)\/([^/]+)\/([^/]+)$/, taskSandboxView, "tasks"],
   [/^\/sandbox\/([^/]+)$/, sandboxView, "tasks"],
 ];

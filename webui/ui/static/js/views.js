@@ -355,11 +355,14 @@ const agentView = {
     const id = params[0];
     const head = el("div"), info = el("div", {class: "panel"}), res = el("div", {class: "panel"});
     const executors = el("div", {class: "panel"}, el("div", {class: "empty"}, "Reading the agent…"));
+    const reservations = el("div"), volumes = el("div");
+    const readReservations = agentReservations(id, reservations, volumes);
     let filter = "live", refill = () => {};
     const tasks = taskTable({agent: true});
     tasks.extra.appendChild(stateSelect((v) => { filter = v; refill(); }));
     replace(root, el("div", {class: "crumbs"}, el("a", {href: "#/agents"}, "Agents"), " / ", id), head,
       el("div", {class: "cols"}, el("div", {}, el("h2", {}, "Agent"), info), el("div", {}, el("h2", {}, "Resources"), res)),
+      el("h2", {}, "Reservations"), reservations, el("h2", {}, "Persistent volumes"), volumes,
       el("h2", {}, "Tasks"), tasks.node, el("h2", {}, "Executors and sandboxes"), executors);
     let asked = false;
     return {update: (store) => {
@@ -380,6 +383,7 @@ const agentView = {
         ["Offered", fmt.res(a.offered_resources)], ["Unreserved", fmt.res(a.unreserved_resources)]].concat(reserved)));
       refill = () => tasks.setRows(tasksOf(store.state, (t) => t.slave_id === id && matchState(filter, t)));
       refill();
+      readReservations();
       if (!asked) {
         asked = true;
         agentJSON(a.pid, ROUTES.agentState).then((st) => replace(executors, executorList(a, st)),
