@@ -207,13 +207,15 @@ func TestScreenshots(t *testing.T) {
 	c.run("web", `echo "serving on :8080"; while true; do echo "GET / 200 $(date +%T)"; sleep 1; done`)
 	c.run("batch", counter)
 	c.awaitTask("hello", "TASK_FINISHED")
-	c.awaitTask("fails", "TASK_FAILED")
+	failed := c.awaitTask("fails", "TASK_FAILED")
 	c.awaitTask("web", "TASK_RUNNING")
 	tk := c.awaitTask("batch", "TASK_RUNNING")
 	tb := newTab(t)
 	tb.open(url(c.masters[0], "#/"))
 	tb.wait("the overview", settled+" && "+h1Is("Cluster"))
-	for _, p := range pagesOf(tb, tk, "batch") {
+	pages := append(pagesOf(tb, tk, "batch"), page{"task-failed", "#/tasks/" + failed.FrameworkID + "/" + failed.ID,
+		h1Is("fails") + ` && /REASON|FAILED/.test(document.getElementById("task-history").innerText) && ` + logShows(""), ""})
+	for _, p := range pages {
 		visit(tb, p)
 		if p.name == "task" {
 			// Two statistics samples, so the CPU card shows a rate.

@@ -59,7 +59,7 @@ const taskView = {
     const health = el("div", {class: "panel"});
     const usage = el("div", {class: "grid", id: "task-usage"}, el("div", {class: "card muted"}, "Reading the agent's statistics…"));
     const output = el("div", {id: "task-output"}, el("div", {class: "panel"}, el("div", {class: "empty"}, "Locating the sandbox…")));
-    const history = new DataTable({pageSize: 50, sort: 0, desc: true, empty: "No status yet.", columns: [
+    const history = new DataTable({pageSize: 50, sort: 0, empty: "No status yet.", columns: [
       {label: "Time", value: (s) => s.timestamp, render: (s) => el("span", {title: fmt.ago(s.timestamp)}, fmt.time(s.timestamp))},
       {label: "State", value: (s) => s.state, render: (s) => statePill(s.state)},
       {label: "Source", value: (s) => (s.source || "").replace(/^SOURCE_/, "") || "–"},
