@@ -4,8 +4,16 @@ PROTO_FILES := $(shell find api/proto -name '*.proto' | sort)
 
 .PHONY: build generate protos test test-short test-failover lint clean tools
 
+# The build description shown by /version and /state (see internal/version:
+# without these, a build falls back to Go's VCS stamp, then to the
+# binary's modification time).
+VERSION_PKG := mezzo/internal/version
+LDFLAGS := -X $(VERSION_PKG).buildTime=$(shell date -u +%Y-%m-%dT%H:%M:%SZ) \
+	-X $(VERSION_PKG).gitSHA=$(shell git rev-parse HEAD 2>/dev/null) \
+	-X $(VERSION_PKG).buildUser=$(shell id -un 2>/dev/null)
+
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -o bin/mezzo ./cmd/mezzo
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/mezzo ./cmd/mezzo
 
 # Regenerate Go code from api/proto. Needs protoc (Debian: protobuf-compiler)
 # and protoc-gen-go at the version pinned in go.mod.
@@ -22,7 +30,7 @@ protos:
 	python3 tools/facts2proto.py ../shared/reference/proto-facts.md api/proto api/proto/facts-extra.md
 
 test:
-	CGO_ENABLED=0 $(GO) build -o bin/mezzo ./cmd/mezzo
+	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o bin/mezzo ./cmd/mezzo
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 20m ./...
 

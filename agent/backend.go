@@ -286,6 +286,7 @@ func (a *Agent) flags() map[string]string {
 		"http_command_executor":           "false",
 		"recover":                         c.Recover,
 		"reconfiguration_policy":          c.ReconfigurationPolicy,
+		"strict":                          strconv.FormatBool(!c.LenientRecovery),
 		"cgroups_hierarchy":               orDefault(c.Cgroups.Hierarchy, "/sys/fs/cgroup"),
 		"cgroups_root":                    orDefault(c.Cgroups.Root, "mezzo"),
 		"cgroups_enable_cfs":              strconv.FormatBool(c.Cgroups.EnableCFS),

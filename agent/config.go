@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -138,6 +139,13 @@ type Config struct {
 	// FetcherCacheSize is --fetcher_cache_size in bytes; default
 	// DefaultFetcherCacheSize. Negative disables the cache.
 	FetcherCacheSize int64
+	// LenientRecovery is Mesos's --strict=false: at recovery, a checkpoint
+	// file that cannot be read (torn, corrupt) leaves out the framework,
+	// executor or task it describes (an unreadable agent identity makes a
+	// new agent), is logged and counted in slave/recovery_errors, and
+	// everything else is recovered. The default (--strict=true) stops the
+	// agent with an error naming the file.
+	LenientRecovery bool
 	// Docker configures the docker containerizer (--containerizers
 	// containing "docker").
 	Docker DockerConfig
@@ -173,6 +181,24 @@ func (c *Config) validate() error {
 	}
 	if c.WorkDir == "" {
 		return errors.New("agent config: 'work_dir' is required")
+	}
+	// Every path the agent hands to an executor (MESOS_SANDBOX, the
+	// container's working directory, checkpoint paths) must mean the same
+	// thing from the executor's own working directory, the sandbox: a
+	// relative one does not (the command executor's chdir into
+	// "./a/slaves/..." from inside the sandbox fails). Resolve them once.
+	for _, p := range []struct {
+		v *string
+		n string
+	}{{&c.WorkDir, "work_dir"}, {&c.RuntimeDir, "runtime_dir"}, {&c.FetcherCacheDir, "fetcher_cache_dir"}} {
+		if err := absPath(p.v, p.n); err != nil {
+			return err
+		}
+	}
+	for i := range c.Fetcher.AllowedFileDirs {
+		if err := absPath(&c.Fetcher.AllowedFileDirs[i], "fetcher_allowed_dirs"); err != nil {
+			return err
+		}
 	}
 	if c.IP == "" {
 		c.IP = "127.0.0.1"
@@ -309,4 +335,18 @@ func NewHTTPClient(responseTimeout time.Duration) *http.Client {
 			PingTimeout:     masterPingTimeout,
 		},
 	}}
+}
+
+// absPath makes *p absolute (relative to the agent's working directory);
+// an empty *p stays empty.
+func absPath(p *string, name string) error {
+	if *p == "" {
+		return nil
+	}
+	abs, err := filepath.Abs(*p)
+	if err != nil {
+		return fmt.Errorf("agent config: '%s' %q: %v", name, *p, err)
+	}
+	*p = abs
+	return nil
 }

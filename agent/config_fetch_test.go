@@ -1,11 +1,13 @@
 package agent
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"mezzo/agent/fetcher"
 	"mezzo/api/mesos"
 
 	"google.golang.org/protobuf/proto"
@@ -93,7 +95,70 @@ func TestFetcherCacheAndAllowedDirs(t *testing.T) {
 	task2.Command.Uris = []*mesos.CommandInfo_URI{{Value: proto.String("file://" + outside)}}
 	sub.send(runTask(frameworkInfo("F1"), task2, 1))
 	c := m.waitCall(t, "TASK_FAILED", updateFor("t2", mesos.TaskState_TASK_FAILED))
-	if st := c.GetStatusUpdate().GetStatus(); st.GetReason() != mesos.TaskStatus_REASON_CONTAINER_LAUNCH_FAILED {
+	if st := c.GetStatusUpdate().GetStatus(); st.GetReason() != mesos.TaskStatus_REASON_CONTAINER_LAUNCH_FAILED ||
+		!strings.Contains(st.GetMessage(), "the fetcher refused local path") || !strings.Contains(st.GetMessage(), outside) {
 		t.Errorf("status %v", st)
+	}
+}
+
+// An agent without --fetcher_allowed_dirs fetches no local file: a task
+// naming file:///etc/shadow (or a plain path) fails TASK_FAILED with
+// REASON_CONTAINER_LAUNCH_FAILED, as any fetch failure does in Mesos, with
+// a message saying that the fetcher refused it and why; nothing of it
+// lands in the sandbox for /files to serve.
+func TestFetcherRefusesLocalPathsByDefault(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "data.txt")
+	if err := os.WriteFile(src, []byte("agent-private"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m := newFakeMaster(t)
+	ta := startTestAgent(t, m, nil)
+	sub := register(t, m, 1)
+	for i, u := range []string{"file:///etc/shadow", src} {
+		id := fmt.Sprintf("t%d", i)
+		task := commandTask(id, "finish")
+		task.Command.Uris = []*mesos.CommandInfo_URI{{Value: proto.String(u)}}
+		sub.send(runTask(frameworkInfo("F1"), task, 1))
+		c := m.waitCall(t, "TASK_FAILED", updateFor(id, mesos.TaskState_TASK_FAILED))
+		st := c.GetStatusUpdate().GetStatus()
+		if st.GetReason() != mesos.TaskStatus_REASON_CONTAINER_LAUNCH_FAILED ||
+			!strings.Contains(st.GetMessage(), "the fetcher refused local path") ||
+			!strings.Contains(st.GetMessage(), "--fetcher_allowed_dirs") {
+			t.Errorf("%s: status %v", u, st)
+		}
+		dir := executorDirectory(t, ta, id)
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			if name := e.Name(); name == "shadow" || name == "data.txt" {
+				t.Errorf("%s: %s is in the sandbox", u, name)
+			}
+		}
+	}
+	if got := ta.metric(t, "slave/container_launch_errors"); got != 2 {
+		t.Errorf("slave/container_launch_errors = %v, want 2", got)
+	}
+}
+
+// Relative paths are resolved once, against the agent's working directory:
+// the executors, whose working directory is their sandbox, get the same
+// meaning.
+func TestConfigResolvesRelativePaths(t *testing.T) {
+	cwd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Config{Masters: []string{"127.0.0.1:5050"}, WorkDir: "./a", RuntimeDir: "rt", FetcherCacheDir: "../cache",
+		LauncherPath: "/bin/true", Fetcher: fetcher.Options{AllowedFileDirs: []string{"data", "/srv/x"}}}
+	if err := c.validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range [][2]string{
+		{c.WorkDir, filepath.Join(cwd, "a")}, {c.RuntimeDir, filepath.Join(cwd, "rt")},
+		{c.FetcherCacheDir, filepath.Join(filepath.Dir(cwd), "cache")},
+		{c.Fetcher.AllowedFileDirs[0], filepath.Join(cwd, "data")}, {c.Fetcher.AllowedFileDirs[1], "/srv/x"},
+	} {
+		if p[0] != p[1] {
+			t.Errorf("resolved %q, want %q", p[0], p[1])
+		}
 	}
 }

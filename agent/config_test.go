@@ -185,7 +185,7 @@ func FuzzParseAttributes(f *testing.F) {
 
 func TestMetaCheckpointAndRecover(t *testing.T) {
 	m := metaDir(t.TempDir())
-	r, err := recoverMeta(m, m, "boot1")
+	r, err := recoverMeta(m, m, "boot1", nil)
 	if err != nil || r.info != nil {
 		t.Fatalf("empty meta: %v %v", r, err)
 	}
@@ -196,12 +196,12 @@ func TestMetaCheckpointAndRecover(t *testing.T) {
 	if err := m.checkpointFramework("A-S1", frameworkInfo("F1")); err != nil {
 		t.Fatal(err)
 	}
-	r, err = recoverMeta(m, m, "boot1")
+	r, err = recoverMeta(m, m, "boot1", nil)
 	if err != nil || r.info.GetId().GetValue() != "A-S1" || r.epoch != 7 || len(r.frameworks) != 1 {
 		t.Fatalf("recovered %+v %v", r, err)
 	}
 	// A reboot means a new agent (the epoch is still known).
-	r, err = recoverMeta(m, m, "boot2")
+	r, err = recoverMeta(m, m, "boot2", nil)
 	if err != nil || r.info != nil || r.epoch != 7 {
 		t.Errorf("after reboot: %+v %v", r, err)
 	}
@@ -215,7 +215,7 @@ func TestMetaCheckpointAndRecover(t *testing.T) {
 	if err := m.removeFramework("A-S1", "F1"); err != nil {
 		t.Fatal(err)
 	}
-	if r, _ := recoverMeta(m, m, "boot1"); len(r.frameworks) != 0 {
+	if r, _ := recoverMeta(m, m, "boot1", nil); len(r.frameworks) != 0 {
 		t.Errorf("framework survived removal")
 	}
 	if safeName("../x") == "../x" || safeName("a/b") == "a/b" || safeName("ok-1") != "ok-1" {

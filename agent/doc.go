@@ -28,8 +28,16 @@
 // and re-registers under its old ID with its tasks and unacknowledged
 // updates. A new boot id, --recover=cleanup or an incompatible
 // --resources/--attributes change (--reconfiguration_policy) are handled as
-// in Mesos. Stop leaves checkpointing executors running, as Mesos's agent
-// does when it exits; Shutdown and a SHUTDOWN from the master kill them all.
+// in Mesos. A checkpoint file that cannot be read stops the agent, naming
+// it, unless --strict=false (Config.LenientRecovery): then the entity it
+// describes is left out and counted in slave/recovery_errors. Stop leaves
+// checkpointing executors running, as Mesos's agent does when it exits;
+// Shutdown and a SHUTDOWN from the master kill them all.
+//
+// Launching (launch.go): SECRET environment variables resolve through
+// internal/secrets (VALUE secrets only; a launch with any other fails
+// TASK_FAILED before anything starts); local URIs are fetched only from
+// under --fetcher_allowed_dirs (agent/fetcher).
 //
 // Reservations and persistent volumes (checkpointed.go, volumes.go,
 // reservations.go): the master's CHECKPOINT_RESOURCES sets the agent's

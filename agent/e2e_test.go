@@ -105,7 +105,15 @@ type e2eProc struct {
 
 func startE2E(t *testing.T, bin string, args ...string) *e2eProc {
 	t.Helper()
+	return startE2EIn(t, "", bin, args...)
+}
+
+// startE2EIn is startE2E with the process's working directory set to dir
+// ("" for the test's own).
+func startE2EIn(t *testing.T, dir, bin string, args ...string) *e2eProc {
+	t.Helper()
 	p := &e2eProc{cmd: exec.Command(bin, args...), out: &syncBuffer{}, log: &syncBuffer{}, done: make(chan struct{})}
+	p.cmd.Dir = dir
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.log
 	p.cmd.Env = append(os.Environ(), "MESOS_LOGGING_LEVEL=info")
 	if err := p.cmd.Start(); err != nil {
@@ -171,7 +179,7 @@ type e2eCluster struct {
 	agentStart int
 }
 
-func startE2ECluster(t *testing.T, bin, isolation string) *e2eCluster {
+func startE2ECluster(t *testing.T, bin, isolation string, agentFlags ...string) *e2eCluster {
 	t.Helper()
 	dir := t.TempDir()
 	c := &e2eCluster{t: t, bin: bin}
@@ -194,6 +202,7 @@ func startE2ECluster(t *testing.T, bin, isolation string) *e2eCluster {
 	if isolation != "" {
 		c.agentArgs = append(c.agentArgs, "--isolation="+isolation)
 	}
+	c.agentArgs = append(c.agentArgs, agentFlags...)
 	c.startAgent()
 	return c
 }

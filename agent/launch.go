@@ -11,6 +11,7 @@ import (
 	"mezzo/agent/fetcher"
 	"mezzo/api/mesos"
 	"mezzo/api/protocol"
+	"mezzo/internal/secrets"
 	"mezzo/internal/stout"
 
 	"github.com/google/uuid"
@@ -132,6 +133,16 @@ func (a *Agent) launch(fw *framework, info *mesos.ExecutorInfo, kind executorKin
 			a.agentUpdate(fw, nil, id, a.lostState(fw), mesos.TaskStatus_REASON_EXECUTOR_TERMINATED,
 				"Executor "+strings.ToLower(e.phase.String()))
 		}
+		return
+	}
+	if err := launchEnvironments(info, e == nil, item); err != nil {
+		// As Mesos's secret resolver failing the container's launch:
+		// nothing starts, rather than a task running without a variable.
+		for _, id := range ids {
+			a.agentUpdate(fw, nil, id, mesos.TaskState_TASK_FAILED, mesos.TaskStatus_REASON_CONTAINER_LAUNCH_FAILED,
+				"Failed to launch container: "+err.Error())
+		}
+		a.maybeRemoveFramework(fw)
 		return
 	}
 	created := e == nil
@@ -484,14 +495,14 @@ func (a *Agent) executorEnv(fw *framework, e *executor) []string {
 		set("MESOS_SUBSCRIPTION_BACKOFF_MAX", stout.FormatDuration(a.cfg.ExecutorReregistrationTimeout))
 	}
 	for _, v := range e.info.GetCommand().GetEnvironment().GetVariables() {
-		switch v.GetType() {
-		case mesos.Environment_Variable_SECRET:
-			// mezzo's mesos.v1.Secret carries no fields yet.
-			a.log.Warn("skipping secret environment variable (secrets are not supported)",
-				"executor", e.id, "name", v.GetName())
-		default:
-			set(v.GetName(), v.GetValue())
+		// A SECRET's data goes into the environment and nowhere else (no
+		// log line carries it). launch checked that each one resolves.
+		val, ok := secrets.EnvValue(v)
+		if !ok {
+			a.log.Error("environment variable left out: it does not resolve", "executor", e.id, "name", v.GetName())
+			continue
 		}
+		set(v.GetName(), val)
 	}
 	set("MESOS_SANDBOX", e.directory)
 	out := make([]string, 0, len(order))
@@ -506,4 +517,27 @@ func boolFlag(b bool) string {
 		return "1"
 	}
 	return "0"
+}
+
+// launchEnvironments checks that every environment a launch would build
+// resolves: the executor's (when it is to be started) and each task's
+// command's (the built-in executors put those into the tasks' processes).
+// A malformed variable is the master's to refuse, but the agent checks
+// again rather than start a process without it.
+func launchEnvironments(info *mesos.ExecutorInfo, newExecutor bool, item launchItem) error {
+	tasks := []*mesos.TaskInfo{item.task}
+	if item.group != nil {
+		tasks = item.group.GetTasks()
+	}
+	for _, t := range tasks {
+		if err := secrets.CheckEnvironment(t.GetCommand().GetEnvironment()); err != nil {
+			return fmt.Errorf("task %s: %w", t.GetTaskId().GetValue(), err)
+		}
+	}
+	if newExecutor {
+		if err := secrets.CheckEnvironment(info.GetCommand().GetEnvironment()); err != nil {
+			return fmt.Errorf("executor %s: %w", info.GetExecutorId().GetValue(), err)
+		}
+	}
+	return nil
 }

@@ -77,14 +77,14 @@ func TestUnsyncedRecordsRecover(t *testing.T) {
 	if err := m.checkpointTask("a1", "f1", "e1", "c1", ti, false); err != nil {
 		t.Fatal(err)
 	}
-	r, err := recoverMeta(m, m, "boot")
+	r, err := recoverMeta(m, m, "boot", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(r.frameworks) != 1 || len(r.frameworks[0].executors) != 1 || len(r.frameworks[0].executors[0].tasks) != 1 {
 		t.Fatalf("recovered %+v, want one framework with one executor with one task", r.frameworks)
 	}
-	if r2, err := recoverMeta(m, m, "other-boot"); err != nil || !r2.rebooted || len(r2.frameworks) != 0 {
+	if r2, err := recoverMeta(m, m, "other-boot", nil); err != nil || !r2.rebooted || len(r2.frameworks) != 0 {
 		t.Fatalf("after a reboot: rebooted=%v frameworks=%d err=%v; want the checkpoint discarded", r2.rebooted, len(r2.frameworks), err)
 	}
 }

@@ -53,18 +53,63 @@ type recoveredExecutor struct {
 	tasks       []*mesos.TaskInfo
 }
 
+// recoveryErrs decides what a checkpoint that cannot be read does to
+// recovery, as Mesos's --strict: strict (the default), it stops the agent
+// with an error naming the file; lenient (--strict=false), the entity the
+// file describes (a framework, an executor, a task) is left out, the error
+// is kept (logged and counted in slave/recovery_errors) and everything
+// else is recovered. Files a crash may leave half-made (a directory
+// without its info file) are skipped in both modes, as before.
+type recoveryErrs struct {
+	lenient bool
+	skipped []error
+}
+
+// check passes nil through; otherwise, lenient, it records err (saying
+// that what was skipped) and returns nil, and strict it returns err with
+// the way forward.
+func (r *recoveryErrs) check(err error, what string) error {
+	if err == nil {
+		return nil
+	}
+	var se *strictError
+	if errors.As(err, &se) {
+		return err // a part's error, already final
+	}
+	if r != nil && r.lenient {
+		r.skipped = append(r.skipped, fmt.Errorf("skipped %s: %w", what, err))
+		return nil
+	}
+	return &strictError{err: err, what: what}
+}
+
+// strictError is a recovery error that stopped a strict agent.
+type strictError struct {
+	err  error
+	what string
+}
+
+func (e *strictError) Error() string {
+	return fmt.Sprintf("recovering agent: %v; restart with --strict=false to skip this %s and recover the rest "+
+		"(counted in slave/recovery_errors), or remove the file", e.err, e.what)
+}
+
+func (e *strictError) Unwrap() error { return e.err }
+
 // recoverMeta reads the checkpointed agent: its identity and the
 // frameworks, executors and tasks it ran. A different boot id (the host
 // rebooted) or no checkpoint means starting as a new agent, as Mesos does.
-// A checkpoint file that exists but cannot be read is an error naming the
-// file (Mesos's --strict); files a crash may leave half-made (a directory
-// without its info file) are skipped.
-func recoverMeta(m, rt metaDir, bootID string) (*recovered, error) {
+// A checkpoint file that exists but cannot be read goes to errs (see
+// recoveryErrs; nil is strict).
+func recoverMeta(m, rt metaDir, bootID string, errs *recoveryErrs) (*recovered, error) {
 	r := &recovered{}
 	if b, err := os.ReadFile(m.epochPath()); err == nil {
 		e, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
 		if err != nil {
-			return nil, fmt.Errorf("recovering agent: corrupt checkpoint %s: %v", m.epochPath(), err)
+			// Lenient: epoch 0, so the first master's epoch is accepted.
+			if err := errs.check(&CorruptCheckpointError{File: m.epochPath(), Reason: err.Error()}, "master epoch"); err != nil {
+				return nil, err
+			}
 		}
 		r.epoch = e
 	}
@@ -84,22 +129,26 @@ func recoverMeta(m, rt metaDir, bootID string) (*recovered, error) {
 		}
 	}
 	agentDir := filepath.Join(m.slavesDir(), target)
+	infoPath := filepath.Join(agentDir, "slave.info")
 	info := &mesos.AgentInfo{}
-	if err := readProto(filepath.Join(agentDir, "slave.info"), info); err != nil {
-		return nil, fmt.Errorf("recovering agent: %w", err)
+	err = readProto(infoPath, info)
+	if err == nil && info.GetId().GetValue() == "" {
+		err = &CorruptCheckpointError{File: infoPath, Reason: "no agent id"}
 	}
-	if info.GetId().GetValue() == "" {
-		return nil, fmt.Errorf("recovering agent: %s has no agent id", filepath.Join(agentDir, "slave.info"))
+	if err != nil {
+		// Lenient: without its identity the agent registers as a new one
+		// (and the containers of the old one are destroyed as unclaimed).
+		return r, errs.check(err, "agent identity")
 	}
 	r.info = info
 	fwDirs, err := readDirNames(filepath.Join(agentDir, "frameworks"))
-	if err != nil {
-		return nil, fmt.Errorf("recovering agent: %w", err)
+	if err := errs.check(err, "list of frameworks"); err != nil {
+		return nil, err
 	}
 	for _, d := range fwDirs {
-		fw, err := recoverFramework(filepath.Join(agentDir, "frameworks", d))
+		fw, err := recoverFramework(filepath.Join(agentDir, "frameworks", d), errs)
 		if err != nil {
-			return nil, fmt.Errorf("recovering agent: %w", err)
+			return nil, err
 		}
 		if fw == nil {
 			continue
@@ -107,9 +156,9 @@ func recoverMeta(m, rt metaDir, bootID string) (*recovered, error) {
 		if rt != m {
 			// Executors of frameworks that do not checkpoint are recorded
 			// in the runtime directory.
-			more, err := recoverExecutors(filepath.Join(rt.slavesDir(), target, "frameworks", d, "executors"))
+			more, err := recoverExecutors(filepath.Join(rt.slavesDir(), target, "frameworks", d, "executors"), errs)
 			if err != nil {
-				return nil, fmt.Errorf("recovering agent: %w", err)
+				return nil, err
 			}
 			fw.executors = append(fw.executors, more...)
 		}
@@ -119,18 +168,22 @@ func recoverMeta(m, rt metaDir, bootID string) (*recovered, error) {
 }
 
 // recoverFramework reads one framework directory; nil if it holds no
-// framework.info (a crash while it was being created).
-func recoverFramework(dir string) (*recoveredFramework, error) {
+// framework.info (a crash while it was being created) or, lenient, an
+// unreadable one.
+func recoverFramework(dir string, errs *recoveryErrs) (*recoveredFramework, error) {
 	fi := &mesos.FrameworkInfo{}
-	if err := readProto(filepath.Join(dir, "framework.info"), fi); errors.Is(err, os.ErrNotExist) {
+	path := filepath.Join(dir, "framework.info")
+	err := readProto(path, fi)
+	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
-	} else if err != nil {
-		return nil, err
 	}
-	if fi.GetId().GetValue() == "" {
-		return nil, &CorruptCheckpointError{File: filepath.Join(dir, "framework.info"), Reason: "no framework id"}
+	if err == nil && fi.GetId().GetValue() == "" {
+		err = &CorruptCheckpointError{File: path, Reason: "no framework id"}
 	}
-	executors, err := recoverExecutors(filepath.Join(dir, "executors"))
+	if err != nil {
+		return nil, errs.check(err, "framework")
+	}
+	executors, err := recoverExecutors(filepath.Join(dir, "executors"), errs)
 	if err != nil {
 		return nil, err
 	}
@@ -138,15 +191,15 @@ func recoverFramework(dir string) (*recoveredFramework, error) {
 }
 
 // recoverExecutors reads every executor directory under dir.
-func recoverExecutors(dir string) ([]*recoveredExecutor, error) {
+func recoverExecutors(dir string, errs *recoveryErrs) ([]*recoveredExecutor, error) {
 	exDirs, err := readDirNames(dir)
-	if err != nil {
+	if err := errs.check(err, "list of executors"); err != nil {
 		return nil, err
 	}
 	var out []*recoveredExecutor
 	for _, d := range exDirs {
-		e, err := recoverExecutor(filepath.Join(dir, d))
-		if err != nil {
+		e, err := recoverExecutor(filepath.Join(dir, d), errs)
+		if err := errs.check(err, "executor"); err != nil {
 			return nil, err
 		}
 		if e != nil {
@@ -156,7 +209,10 @@ func recoverExecutors(dir string) ([]*recoveredExecutor, error) {
 	return out, nil
 }
 
-func recoverExecutor(dir string) (*recoveredExecutor, error) {
+// recoverExecutor reads one executor directory. An unreadable task.info
+// goes to errs (lenient: that task is left out); any other error is the
+// whole executor's, for the caller to check.
+func recoverExecutor(dir string, errs *recoveryErrs) (*recoveredExecutor, error) {
 	info := &mesos.ExecutorInfo{}
 	if err := readProto(filepath.Join(dir, "executor.info"), info); errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -195,12 +251,19 @@ func recoverExecutor(dir string) (*recoveredExecutor, error) {
 	}
 	for _, d := range taskDirs {
 		ti := &mesos.TaskInfo{}
-		err := readProto(filepath.Join(dir, "runs", cid, "tasks", d, "task.info"), ti)
+		path := filepath.Join(dir, "runs", cid, "tasks", d, "task.info")
+		err := readProto(path, ti)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}
+		if err == nil && ti.GetTaskId().GetValue() == "" {
+			err = &CorruptCheckpointError{File: path, Reason: "no task id"}
+		}
 		if err != nil {
-			return nil, err
+			if err := errs.check(err, "task"); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		e.tasks = append(e.tasks, ti)
 	}

@@ -25,9 +25,14 @@ import (
 // recovers the status update streams. The loop then rebuilds the
 // executors (recoverState).
 func (a *Agent) recoverCheckpoint() error {
-	rec, err := recoverMeta(a.meta, a.runtime, a.bootID)
+	errs := &recoveryErrs{lenient: a.cfg.LenientRecovery}
+	rec, err := recoverMeta(a.meta, a.runtime, a.bootID, errs)
 	if err != nil {
 		return err
+	}
+	for _, err := range errs.skipped {
+		a.metrics.recoveryErrors++
+		a.log.Error("recovery left out a checkpoint it cannot read (--strict=false)", "err", err)
 	}
 	runtimeDir := a.runtime.containersDir()
 	if rec.rebooted {

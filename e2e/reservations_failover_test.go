@@ -120,10 +120,11 @@ func dbVolume(mb float64) *mesos.Resource {
 // SIGKILL the leading master of three; the new leader learns the
 // reservation and the volume from the re-registering agent
 // (/master/slaves reserved_resources_full), offers them to the role, and a
-// reader task launched on them finds the writer's data.
+// reader task launched on them finds the writer's data; the agent, killed
+// and restarted, brings them back too.
 func TestReservationAndVolumeSurviveLeaderKill(t *testing.T) {
 	c := startHA(t)
-	_, agentID := c.startAgent("res-a1")
+	agent, agentID := c.startAgent("res-a1")
 	leader := c.awaitLeader("")
 	info := &mesos.FrameworkInfo{User: proto.String("root"), Name: proto.String("db"), Role: proto.String("db")}
 	s := subscribeOpsScheduler(t, c.addrs[leader], info)
@@ -205,5 +206,26 @@ func TestReservationAndVolumeSurviveLeaderKill(t *testing.T) {
 	})
 	if st := ev.GetUpdate().GetStatus(); st.GetState() != mesos.TaskState_TASK_FINISHED {
 		t.Fatalf("reader: %v %s", st.GetState(), st.GetMessage())
+	}
+
+	// SIGKILL the agent and start it again on its work dir: it recovers
+	// its checkpointed set and re-registers with it; the master keeps the
+	// reservation and the volume.
+	agent.kill()
+	poll(t, "the master to see the agent go", 60*time.Second, func() bool {
+		st, err := c.state(next)
+		return err == nil && len(st.Slaves) == 1 && !st.Slaves[0].Active
+	})
+	restarted := startProc(t, agent.name, agent.args...)
+	c.agents = append(c.agents, restarted)
+	poll(t, "the restarted agent to re-register", 60*time.Second, func() bool {
+		st, err := c.state(next)
+		if err != nil || len(st.Slaves) != 1 || !st.Slaves[0].Active || st.Slaves[0].ID != agentID {
+			return false
+		}
+		return strings.Contains(slaves(next), `"v1"`)
+	})
+	if restarted.exited() {
+		t.Fatalf("the restarted agent exited:\n%s", restarted.logs())
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"mezzo/api/mesos"
 	"mezzo/api/protocol"
 	"mezzo/api/schedulerpb"
+	"mezzo/internal/secrets"
 	"mezzo/resources"
 )
 
@@ -270,6 +271,9 @@ func (l *launcher) validateTask(ti *mesos.TaskInfo, inGroup bool) (*mesos.TaskIn
 	if !inGroup && (ti.GetExecutor() == nil) == (ti.GetCommand() == nil) {
 		return nil, resources.Resources{}, errors.New("Task should have at least one (but not both) of CommandInfo or ExecutorInfo present")
 	}
+	if err := secrets.ValidateEnvironment(ti.GetCommand().GetEnvironment()); err != nil {
+		return nil, resources.Resources{}, fmt.Errorf("Task's command is invalid: %v", err)
+	}
 	if len(ti.GetResources()) == 0 {
 		return nil, resources.Resources{}, errors.New("Task uses no resources")
 	}
@@ -299,6 +303,9 @@ func (l *launcher) executorFor(ei *mesos.ExecutorInfo) (*executor, error) {
 	}
 	if ei.GetType() != mesos.ExecutorInfo_DEFAULT && ei.GetCommand() == nil {
 		return nil, errors.New("'ExecutorInfo.command' must be set for 'CUSTOM' executor")
+	}
+	if err := secrets.ValidateEnvironment(ei.GetCommand().GetEnvironment()); err != nil {
+		return nil, fmt.Errorf("Executor's command is invalid: %v", err)
 	}
 	rs := withAllocation(ei.GetResources(), l.role)
 	if err := resources.Validate(rs); err != nil {

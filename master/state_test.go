@@ -319,6 +319,30 @@ func TestInvalidAccepts(t *testing.T) {
 			want: []result{{mesos.TaskState_TASK_ERROR, mesos.TaskStatus_REASON_TASK_INVALID, "Task uses invalid agent: M-S42"}},
 		},
 		{
+			name: "SECRET variable without a secret",
+			build: func(o *mesos.Offer, agent string) *schedulerpb.Call {
+				ti := cmdTask("a", agent, "cpus:1")
+				ti.Command.Environment = &mesos.Environment{Variables: []*mesos.Environment_Variable{
+					{Name: proto.String("S"), Type: mesos.Environment_Variable_SECRET.Enum()}}}
+				return acceptCall([]*mesos.Offer{o}, launch(ti))
+			},
+			want: []result{{mesos.TaskState_TASK_ERROR, mesos.TaskStatus_REASON_TASK_INVALID,
+				"Task's command is invalid: environment variable 'S' of type 'SECRET' must have a secret set"}},
+		},
+		{
+			name: "executor with a VALUE secret lacking its value",
+			build: func(o *mesos.Offer, agent string) *schedulerpb.Call {
+				ti := cmdTask("a", agent, "cpus:1")
+				ti.Command = nil
+				ti.Executor = &mesos.ExecutorInfo{ExecutorId: &mesos.ExecutorID{Value: proto.String("e")}, Command: &mesos.CommandInfo{
+					Value: proto.String("x"), Environment: &mesos.Environment{Variables: []*mesos.Environment_Variable{
+						{Name: proto.String("S"), Type: mesos.Environment_Variable_SECRET.Enum(), Secret: &mesos.Secret{Type: mesos.Secret_VALUE.Enum()}}}}}}
+				return acceptCall([]*mesos.Offer{o}, launch(ti))
+			},
+			want: []result{{mesos.TaskState_TASK_ERROR, mesos.TaskStatus_REASON_TASK_INVALID,
+				"Executor's command is invalid: environment variable 'S' specifies an invalid secret"}},
+		},
+		{
 			name: "invalid resources",
 			build: func(o *mesos.Offer, agent string) *schedulerpb.Call {
 				ti := cmdTask("a", agent, "cpus:1")

@@ -211,7 +211,7 @@ func (c *Cache) fill(ctx context.Context, e *cacheEntry, src source, opts Option
 
 // download writes the URI's content to file through a temporary name.
 func (c *Cache) download(ctx context.Context, file string, src source, opts Options) (int64, error) {
-	body, err := open(ctx, src, opts)
+	body, mode, err := open(ctx, src, opts)
 	if err != nil {
 		return 0, err
 	}
@@ -219,13 +219,18 @@ func (c *Cache) download(ctx context.Context, file string, src source, opts Opti
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
 	tmp := filepath.Join(c.dir, ".tmp-"+hex.EncodeToString(rnd[:]))
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return 0, fmt.Errorf("fetcher cache: %w", err)
 	}
 	n, err := io.Copy(f, io.LimitReader(body, opts.MaxSize+1))
 	if err == nil && n > opts.MaxSize {
 		err = fmt.Errorf("download exceeds the size limit of %d bytes", opts.MaxSize)
+	}
+	if err == nil {
+		// The entry keeps the source's permissions; each sandbox copy
+		// takes them from it.
+		err = f.Chmod(mode)
 	}
 	if cerr := f.Close(); err == nil && cerr != nil {
 		err = cerr
@@ -295,7 +300,11 @@ func copyFromCache(root *os.Root, dest, file string, limit int64) error {
 		return fmt.Errorf("fetcher cache: %w", err)
 	}
 	defer f.Close()
-	_, err = writeAtomically(root, dest, f, limit, "download")
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("fetcher cache: %w", err)
+	}
+	_, err = writeAtomically(root, dest, f, fi.Mode().Perm(), limit, "download")
 	return err
 }
 

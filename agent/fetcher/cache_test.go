@@ -414,10 +414,34 @@ func TestCachedLocalFileStillConfined(t *testing.T) {
 	cache := newTestCache(t, 1<<20)
 	allowed := t.TempDir()
 	err := Fetch(context.Background(), []*mesos.CommandInfo_URI{cached("file://" + secret)}, sb, Options{Cache: cache, AllowedFileDirs: []string{allowed}})
-	if err == nil || !strings.Contains(err.Error(), "outside the allowed directories") {
+	if err == nil || !strings.Contains(err.Error(), "the fetcher refused") {
 		t.Fatalf("got %v", err)
 	}
 	if cache.Len() != 0 {
 		t.Fatal("refused file was cached")
+	}
+}
+
+// A cached local file keeps its permission bits in the cache and in every
+// sandbox served from it.
+func TestCachedLocalFileKeepsPermissions(t *testing.T) {
+	_, outside := layout(t)
+	src := filepath.Join(outside, "tool")
+	os.WriteFile(src, []byte("t"), 0o600)
+	os.Chmod(src, 0o750)
+	cache := newTestCache(t, 1<<20)
+	for i := range 2 {
+		sb := newSandbox(t)
+		if err := Fetch(context.Background(), []*mesos.CommandInfo_URI{cached("file://" + src)}, sb,
+			Options{Cache: cache, AllowedFileDirs: []string{outside}}); err != nil {
+			t.Fatal(err)
+		}
+		fi, err := os.Stat(filepath.Join(sb, "tool"))
+		if err != nil || fi.Mode().Perm() != 0o750 {
+			t.Errorf("fetch %d: %v %v, want mode 0750", i, fi.Mode(), err)
+		}
+	}
+	if cache.Len() != 1 {
+		t.Errorf("cache holds %d entries, want 1", cache.Len())
 	}
 }

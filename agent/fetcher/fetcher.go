@@ -49,7 +49,8 @@ type Options struct {
 	// bounded by Timeout).
 	HTTPClient *http.Client
 	// AllowedFileDirs confines file:// URIs and plain paths to these
-	// directories (after resolving symlinks); an empty list allows any path.
+	// directories (after resolving symlinks); an empty list refuses every
+	// local path (*RefusedError).
 	AllowedFileDirs []string
 	// MaxSize limits the bytes fetched for one URI, and separately the
 	// bytes extracted from it; 0 means DefaultMaxSize.
@@ -192,17 +193,22 @@ func destination(u *mesos.CommandInfo_URI, src source) (string, error) {
 // writeAtomically streams r into dest through a temporary file in the same
 // folder, renamed into place only when complete, so a failed fetch leaves no
 // partial file under the final name.
-func writeAtomically(root *os.Root, dest string, r io.Reader, limit int64, what string) (int64, error) {
+// The file gets mode (set explicitly, so the agent's umask does not narrow
+// a source's permissions).
+func writeAtomically(root *os.Root, dest string, r io.Reader, mode os.FileMode, limit int64, what string) (int64, error) {
 	var rnd [6]byte
 	_, _ = rand.Read(rnd[:])
 	tmp := path.Join(path.Dir(dest), ".fetch-"+hex.EncodeToString(rnd[:])+"-"+path.Base(dest))
-	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return 0, fmt.Errorf("creating %q: %w", dest, err)
 	}
 	n, err := io.Copy(f, io.LimitReader(r, limit+1))
 	if err == nil && n > limit {
 		err = fmt.Errorf("%s exceeds the size limit of %d bytes", what, limit)
+	}
+	if err == nil {
+		err = f.Chmod(mode)
 	}
 	if cerr := f.Close(); err == nil && cerr != nil {
 		err = cerr

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -285,6 +286,7 @@ func TestErrors(t *testing.T) {
 		u.OutputFile = proto.String(o)
 		return u
 	}
+	allowOutside := Options{AllowedFileDirs: []string{outside}}
 	tests := []struct {
 		name string
 		u    *mesos.CommandInfo_URI
@@ -300,10 +302,14 @@ func TestErrors(t *testing.T) {
 		{"scheme", uri("ftp://host/f"), Options{}, []string{"ftp://host/f", "unsupported URI scheme"}},
 		{"relative", uri("relative/path"), Options{}, []string{"relative/path"}},
 		{"empty", uri(""), Options{}, []string{"missing 'value'"}},
-		{"local not allowed", uri(filepath.Join(outside, "local.txt")), Options{AllowedFileDirs: []string{sb}}, []string{"outside the allowed"}},
-		{"local missing", uri("file://" + filepath.Join(outside, "nope")), Options{}, []string{"nope"}},
-		{"local dir", uri(outside), Options{}, []string{"not a regular file"}},
-		{"xz", out("file://"+filepath.Join(outside, "local.txt"), "a.tar.xz"), Options{}, []string{"xz archives are not supported"}},
+		{"local refused by default", uri("file:///etc/shadow"), Options{}, []string{"file:///etc/shadow", "the fetcher refused local path", "--fetcher_allowed_dirs", "not set"}},
+		{"plain path refused by default", uri(filepath.Join(outside, "local.txt")), Options{}, []string{"the fetcher refused", "not set"}},
+		{"local outside the allowed", uri(filepath.Join(outside, "local.txt")), Options{AllowedFileDirs: []string{sb}}, []string{"the fetcher refused", "not under --fetcher_allowed_dirs (" + sb + ")"}},
+		{"missing outside the allowed: refused, existence not told", uri("file://" + filepath.Join(outside, "nope")), Options{AllowedFileDirs: []string{sb}}, []string{"the fetcher refused"}},
+		{"dot-dot out of the allowed", uri(filepath.Join(sb, "..", filepath.Base(outside), "local.txt")), Options{AllowedFileDirs: []string{sb}}, []string{"the fetcher refused"}},
+		{"local missing", uri("file://" + filepath.Join(outside, "nope")), allowOutside, []string{"nope", "no such file"}},
+		{"local dir", uri(outside), allowOutside, []string{"not a regular file"}},
+		{"xz", out("file://"+filepath.Join(outside, "local.txt"), "a.tar.xz"), allowOutside, []string{"xz archives are not supported"}},
 		{"password redacted", uri("http://user:hunter2@127.0.0.1:1/f"), Options{Timeout: 2 * time.Second}, []string{"xxxxx"}},
 	}
 	for _, tc := range tests {
@@ -320,6 +326,13 @@ func TestErrors(t *testing.T) {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error %q lacks %q", err, w)
 				}
+			}
+			var re *RefusedError
+			if refused := strings.Contains(err.Error(), "fetcher refused"); refused != errors.As(err, &re) {
+				t.Errorf("error %q: *RefusedError %v", err, errors.As(err, &re))
+			}
+			if errors.As(err, &re) && strings.Contains(err.Error(), "no such file") {
+				t.Errorf("a refusal tells whether the file exists: %q", err)
 			}
 			if strings.Contains(err.Error(), "hunter2") {
 				t.Error("password in error")
@@ -352,8 +365,57 @@ func TestLocalFiles(t *testing.T) {
 	}
 	// A link from an allowed dir to outside it is refused.
 	os.Symlink("/etc/hostname", filepath.Join(outside, "out.txt"))
-	if err := Fetch(context.Background(), []*mesos.CommandInfo_URI{uri(filepath.Join(outside, "out.txt"))}, sb, opts); err == nil {
-		t.Fatal("symlink out of the allowed dir accepted")
+	var re *RefusedError
+	if err := Fetch(context.Background(), []*mesos.CommandInfo_URI{uri(filepath.Join(outside, "out.txt"))}, sb, opts); !errors.As(err, &re) {
+		t.Fatalf("symlink out of the allowed dir: %v, want a *RefusedError", err)
+	}
+	// The same URIs on an agent with no allowed directories: all refused.
+	for _, u := range []string{filepath.Join(outside, "a.txt"), "file://" + filepath.Join(outside, "link.txt")} {
+		if err := Fetch(context.Background(), []*mesos.CommandInfo_URI{uri(u)}, t.TempDir(), Options{}); !errors.As(err, &re) {
+			t.Errorf("%s with no --fetcher_allowed_dirs: %v, want a *RefusedError", u, err)
+		}
+	}
+}
+
+// A local file's copy keeps the source's permission bits (never setuid or
+// setgid), whatever the agent's umask; a download gets 0644; executable
+// makes it 0755.
+func TestLocalFilesKeepPermissions(t *testing.T) {
+	old := syscall.Umask(0o077)
+	defer syscall.Umask(old)
+	srv := server(t, map[string][]byte{"/dl.txt": []byte("d")})
+	sb, outside := layout(t)
+	files := map[string]os.FileMode{"private": 0o600, "tool": 0o750, "shared": 0o664, "readonly": 0o444}
+	var uris []*mesos.CommandInfo_URI
+	for name, mode := range files {
+		p := filepath.Join(outside, name)
+		if err := os.WriteFile(p, []byte(name), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(p, mode)
+		uris = append(uris, uri(p))
+	}
+	setuid := filepath.Join(outside, "setuid")
+	os.WriteFile(setuid, []byte("s"), 0o600)
+	os.Chmod(setuid, 0o4755)
+	files["setuid"] = 0o755
+	exe := uri("file://" + filepath.Join(outside, "private"))
+	exe.Executable = proto.Bool(true)
+	exe.OutputFile = proto.String("private-exe")
+	files["private-exe"] = 0o755
+	files["dl.txt"] = 0o644
+	uris = append(uris, uri(setuid), exe, uri(srv.URL+"/dl.txt"))
+	if err := Fetch(context.Background(), uris, sb, Options{AllowedFileDirs: []string{outside}}); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range files {
+		fi, err := os.Stat(filepath.Join(sb, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fi.Mode() & (os.ModePerm | os.ModeSetuid | os.ModeSetgid | os.ModeSticky); got != want {
+			t.Errorf("%s: mode %v, want %v", name, got, want)
+		}
 	}
 }
 

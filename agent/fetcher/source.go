@@ -59,69 +59,106 @@ func hasSchemePrefix(s, prefix string) bool {
 // download stores the URI's bytes at dest. It is the seam for the fetcher
 // cache: a cache would serve (or fill itself from) open and copy from there.
 func download(ctx context.Context, src source, root *os.Root, dest string, opts Options) error {
-	body, err := open(ctx, src, opts)
+	body, mode, err := open(ctx, src, opts)
 	if err != nil {
 		return err
 	}
 	defer body.Close()
-	_, err = writeAtomically(root, dest, body, opts.MaxSize, "download")
+	_, err = writeAtomically(root, dest, body, mode, opts.MaxSize, "download")
 	if err != nil && ctx.Err() != nil {
 		return fmt.Errorf("%w (timeout %s)", ctx.Err(), opts.Timeout)
 	}
 	return err
 }
 
-// open returns the URI's content stream.
-func open(ctx context.Context, src source, opts Options) (io.ReadCloser, error) {
+// downloadMode is the permission of a file fetched over HTTP.
+const downloadMode os.FileMode = 0o644
+
+// open returns the URI's content stream and the permission bits its copy
+// gets: a local file's own (without setuid, setgid or sticky), else
+// downloadMode.
+func open(ctx context.Context, src source, opts Options) (io.ReadCloser, os.FileMode, error) {
 	if src.scheme == "file" {
 		return openLocal(src.path, opts.AllowedFileDirs)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, src.raw, nil)
 	if err != nil {
-		return nil, fmt.Errorf("invalid URI: %w", err)
+		return nil, 0, fmt.Errorf("invalid URI: %w", err)
 	}
 	resp, err := opts.HTTPClient.Do(req)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		resp.Body.Close()
-		return nil, fmt.Errorf("HTTP status %s", resp.Status)
+		return nil, 0, fmt.Errorf("HTTP status %s", resp.Status)
 	}
 	if resp.ContentLength > opts.MaxSize {
 		resp.Body.Close()
-		return nil, fmt.Errorf("download of %d bytes exceeds the size limit of %d bytes", resp.ContentLength, opts.MaxSize)
+		return nil, 0, fmt.Errorf("download of %d bytes exceeds the size limit of %d bytes", resp.ContentLength, opts.MaxSize)
 	}
-	return resp.Body, nil
+	return resp.Body, downloadMode, nil
 }
 
-// openLocal opens a local regular file, enforcing AllowedFileDirs on the
-// symlink-resolved path so a link cannot smuggle in a file from elsewhere.
-func openLocal(p string, allowed []string) (io.ReadCloser, error) {
+// RefusedError is a local path (file:// URI or absolute path) that the
+// agent's --fetcher_allowed_dirs does not allow: the fetcher never opens
+// it, and says why without telling whether it exists.
+type RefusedError struct {
+	Path   string // as the URI gave it
+	Reason string
+}
+
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("the fetcher refused local path %q: %s", e.Path, e.Reason)
+}
+
+// openLocal opens a local regular file that lies, once symlinks are
+// resolved, under one of allowed. With no allowed directories every local
+// path is refused: a task must not copy the agent's own files (/etc/shadow,
+// other sandboxes, the agent's checkpoints) into its sandbox, where /files
+// would serve them. The file is opened through an os.Root on the allowed
+// directory, so a symlink swapped in after the check cannot lead outside.
+func openLocal(p string, allowed []string) (io.ReadCloser, os.FileMode, error) {
+	if len(allowed) == 0 {
+		return nil, 0, &RefusedError{Path: p, Reason: "local files may be fetched only from under --fetcher_allowed_dirs, which is not set on this agent"}
+	}
+	outside := &RefusedError{Path: p, Reason: fmt.Sprintf("it is not under --fetcher_allowed_dirs (%s) once symlinks are resolved",
+		strings.Join(allowed, ","))}
 	real, err := filepath.EvalSymlinks(p)
 	if err != nil {
-		return nil, err
+		if _, _, ok := under(p, allowed); !ok {
+			return nil, 0, outside // do not tell whether it exists
+		}
+		return nil, 0, err
 	}
-	if len(allowed) > 0 && !underAny(real, allowed) {
-		return nil, fmt.Errorf("local path %q is outside the allowed directories %v", p, allowed)
+	dir, rel, ok := under(real, allowed)
+	if !ok {
+		return nil, 0, outside
 	}
-	f, err := os.Open(real)
+	root, err := os.OpenRoot(dir)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
+	}
+	defer root.Close()
+	f, err := root.Open(rel)
+	if err != nil {
+		return nil, 0, err
 	}
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, err
+		return nil, 0, err
 	}
 	if !fi.Mode().IsRegular() {
 		f.Close()
-		return nil, fmt.Errorf("local path %q is not a regular file", p)
+		return nil, 0, fmt.Errorf("local path %q is not a regular file", p)
 	}
-	return f, nil
+	return f, fi.Mode().Perm(), nil
 }
 
-func underAny(p string, dirs []string) bool {
+// under returns the (symlink-resolved) directory of dirs that p lies
+// under, and p relative to it.
+func under(p string, dirs []string) (dir, rel string, ok bool) {
 	for _, d := range dirs {
 		if d == "" {
 			continue
@@ -129,13 +166,11 @@ func underAny(p string, dirs []string) bool {
 		if r, err := filepath.EvalSymlinks(d); err == nil {
 			d = r
 		}
-		rel, err := filepath.Rel(filepath.Clean(d), p)
-		if err == nil && filepath.IsLocal(rel) {
-			return true
-		}
-		if err == nil && rel == "." {
-			return true
+		d = filepath.Clean(d)
+		r, err := filepath.Rel(d, p)
+		if err == nil && (r == "." || filepath.IsLocal(r)) {
+			return d, r, true
 		}
 	}
-	return false
+	return "", "", false
 }

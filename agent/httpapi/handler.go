@@ -1,7 +1,7 @@
 // Package httpapi is the agent's HTTP surface: the v1 executor API
 // (POST /api/v1/executor), the v1 operator API (POST /api/v1: GET_HEALTH,
 // the read calls and the logging level), the classic read endpoints (/state,
-// /health, /metrics/snapshot, /monitor/statistics, each also under
+// /health, /version, /metrics/snapshot, /monitor/statistics, each also under
 // /slave(1)/) and the mount point of /files/*. It owns decoding, validation, media-type negotiation, RecordIO
 // streaming and the classic JSON rendering; the agent loop (package agent)
 // owns the state and implements Backend. The agent builds the handler with
@@ -20,6 +20,7 @@ import (
 	"mezzo/api/executorpb"
 	"mezzo/internal/loglevel"
 	"mezzo/internal/opapi"
+	"mezzo/internal/version"
 )
 
 // Backend is what the agent provides to the HTTP layer. Every method may be
@@ -90,6 +91,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.state(w, r)
 	case path == "/health":
 		w.WriteHeader(http.StatusOK)
+	case path == "/version":
+		h.version(w, r)
 	case path == "/metrics/snapshot":
 		h.metrics(w, r)
 	case path == "/monitor/statistics" || path == "/monitor/statistics.json":
@@ -171,4 +174,21 @@ func (h *Handler) metrics(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, r, m)
+}
+
+// version answers /version as Mesos's libprocess does on every process:
+// {version, build_date, build_time, build_user, git_sha?} of this binary
+// (see internal/version for where each comes from).
+func (h *Handler) version(w http.ResponseWriter, r *http.Request) {
+	info := version.Get()
+	out := map[string]any{
+		"version":    info.Version,
+		"build_date": info.BuildDate(),
+		"build_time": info.BuildUnix(),
+		"build_user": info.BuildUser,
+	}
+	if info.GitSHA != "" {
+		out["git_sha"] = info.GitSHA
+	}
+	writeJSON(w, r, out)
 }

@@ -6,6 +6,7 @@ import (
 	"mezzo/api/agentpb"
 	"mezzo/api/mesos"
 	"mezzo/internal/opapi"
+	"mezzo/internal/secrets"
 )
 
 // stateResponse renders the state-derived read calls from one StateView.
@@ -86,7 +87,9 @@ func getFrameworks(v *StateView) *agentpb.Response_GetFrameworks {
 func getExecutors(v *StateView) *agentpb.Response_GetExecutors {
 	out := &agentpb.Response_GetExecutors{}
 	exec := func(e ExecutorView) *agentpb.Response_GetExecutors_Executor {
-		return &agentpb.Response_GetExecutors_Executor{ExecutorInfo: e.Info}
+		// A command executor's ExecutorInfo carries its task's
+		// environment: SECRET variables are shown without their data.
+		return &agentpb.Response_GetExecutors_Executor{ExecutorInfo: secrets.RedactedExecutor(e.Info)}
 	}
 	for _, f := range v.Frameworks {
 		for _, e := range f.Executors {

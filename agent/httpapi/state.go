@@ -9,6 +9,8 @@ import (
 
 	"mezzo/api/codec"
 	"mezzo/api/mesos"
+	"mezzo/internal/secrets"
+	"mezzo/internal/version"
 	"mezzo/resources"
 
 	"google.golang.org/protobuf/proto"
@@ -133,8 +135,8 @@ func renderState(v *StateView) map[string]any {
 	unreserved := total.Unreserved()
 	out := map[string]any{
 		"version":                        v.Version,
-		"build_date":                     v.BuildTime.Format("2006-01-02 15:04:05"),
-		"build_time":                     float64(v.BuildTime.Unix()),
+		"build_date":                     version.Info{BuildTime: v.BuildTime}.BuildDate(),
+		"build_time":                     float64(version.Info{BuildTime: v.BuildTime}.BuildUnix()),
 		"build_user":                     v.BuildUser,
 		"start_time":                     secs(v.StartTime),
 		"id":                             v.ID,
@@ -361,7 +363,7 @@ func renderTaskInfo(t *mesos.TaskInfo) map[string]any {
 		"resources": summary(t.GetResources()),
 	}
 	if t.Command != nil {
-		out["command"] = protoJSON(t.GetCommand())
+		out["command"] = protoJSON(secrets.RedactedCommand(t.GetCommand()))
 	}
 	if t.Executor != nil {
 		out["executor_id"] = t.GetExecutor().GetExecutorId().GetValue()

@@ -38,7 +38,7 @@ type agentFlags struct {
 	fetcherCacheSize                                          bytesValue
 	dockerSocket, sandboxDirectory, runtimeDir                string
 	dockerRemoveDelay                                         *time.Duration
-	dockerKillOrphans, directCommandTasks                     bool
+	dockerKillOrphans, directCommandTasks, strict             bool
 	// killOnExit makes the agent kill every executor when it stops (mezzo
 	// local); a standalone agent leaves checkpointing executors running.
 	killOnExit bool
@@ -72,6 +72,8 @@ func addAgentFlags(fs *flag.FlagSet, withMaster bool) *agentFlags {
 		"mezzo only: run the command tasks of frameworks that do not checkpoint without a command executor process (the agent plays the executor) unless they need one (COMMAND health checks, checks, max_completion_time, a ContainerInfo)")
 	fs.StringVar(&f.recover, "recover", "reconnect",
 		"after a restart: 'reconnect' to the executors left running, or 'cleanup' to kill them and register as a new agent")
+	fs.BoolVar(&f.strict, "strict", true,
+		"at recovery, stop on a checkpoint file that cannot be read (naming it); with --strict=false leave out the framework, executor or task it describes, count it in slave/recovery_errors and recover the rest")
 	fs.StringVar(&f.reconfigurationPolicy, "reconfiguration_policy", "equal",
 		"what a restart may change in --resources/--attributes: 'equal' (nothing) or 'additive' (only additions)")
 	fs.StringVar(&f.cgroupsHierarchy, "cgroups_hierarchy", "/sys/fs/cgroup", "where cgroups are mounted")
@@ -83,7 +85,7 @@ func addAgentFlags(fs *flag.FlagSet, withMaster bool) *agentFlags {
 	f.fetcherCacheSize = bytesValue(agent.DefaultFetcherCacheSize)
 	fs.Var(&f.fetcherCacheSize, "fetcher_cache_size", "size of the fetcher cache, e.g. 2GB, 512MB (0B disables it)")
 	fs.StringVar(&f.fetcherAllowedDirs, "fetcher_allowed_dirs", "",
-		"mezzo only (not a Mesos flag): comma-separated folders that file:// URIs and plain paths must lie under (default: any)")
+		"mezzo only (not a Mesos flag): comma-separated directories that file:// URIs and plain absolute paths must lie under once symlinks are resolved (default: none, every local path is refused and the task fails)")
 	fs.StringVar(&f.dockerSocket, "docker_socket", "",
 		"the Docker Engine's socket: a path, unix://path or tcp://host:port (default: $DOCKER_HOST, else /var/run/docker.sock)")
 	f.dockerRemoveDelay = durationFlag(fs, "docker_remove_delay", 6*time.Hour, "time an ended Docker container is kept before it is removed")
@@ -140,6 +142,7 @@ func startAgent(ctx context.Context, f *agentFlags, ln net.Listener, client *htt
 		RuntimeDir:                    runtimeDir,
 		DirectCommandTasks:            f.directCommandTasks,
 		ReconfigurationPolicy:         f.reconfigurationPolicy,
+		LenientRecovery:               !f.strict,
 		Cgroups: agent.CgroupsConfig{
 			Hierarchy: f.cgroupsHierarchy,
 			Root:      f.cgroupsRoot,

@@ -84,6 +84,9 @@ func runVersion(_ []string, stdout, _ io.Writer) int {
 	if v.GitSHA != "" {
 		fmt.Fprintf(stdout, " (%s)", v.GitSHA)
 	}
+	if d := v.BuildDate(); d != "" {
+		fmt.Fprintf(stdout, ", built %s UTC by %s", d, v.BuildUser)
+	}
 	fmt.Fprintln(stdout)
 	return 0
 }

@@ -2,8 +2,11 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"strings"
 	"testing"
+
+	"mezzo/internal/version"
 )
 
 // Every subcommand builds its flag set and answers --help with exit 0;
@@ -55,5 +58,20 @@ func TestFlagParsers(t *testing.T) {
 	}
 	if _, err := parseMinAllocatable("cpus"); err == nil {
 		t.Error("parseMinAllocatable(cpus) accepted")
+	}
+}
+
+// `mezzo version` names the release and when and by whom the binary was
+// built (never the zero date).
+func TestVersionCommand(t *testing.T) {
+	var out bytes.Buffer
+	if code := runVersion(nil, &out, io.Discard); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	v := version.Get()
+	want := "mezzo " + v.Version
+	if !strings.HasPrefix(out.String(), want) || !strings.Contains(out.String(), "built "+v.BuildDate()+" UTC by "+v.BuildUser) ||
+		strings.Contains(out.String(), "0001-01-01") {
+		t.Errorf("mezzo version: %q", out.String())
 	}
 }

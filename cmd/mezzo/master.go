@@ -9,6 +9,7 @@ import (
 	"mezzo/internal/loglevel"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -101,6 +102,14 @@ func (r *runningMaster) addr() string { return r.ln.Addr().String() }
 
 // startMaster builds and starts a master and its HTTP server on ln.
 func startMaster(ctx context.Context, f *masterFlags, fs *flag.FlagSet, ln net.Listener, log *slog.Logger) (*runningMaster, error) {
+	if f.workDir != "" {
+		// As the agent's: one meaning whatever the process's directory.
+		abs, err := filepath.Abs(f.workDir)
+		if err != nil {
+			return nil, fmt.Errorf("--work_dir %q: %v", f.workDir, err)
+		}
+		f.workDir = abs
+	}
 	weights, err := parseWeights(f.weights)
 	if err != nil {
 		return nil, err

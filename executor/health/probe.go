@@ -17,6 +17,7 @@ import (
 
 	mesos "mezzo/api/mesos"
 	"mezzo/executor/internal/proc"
+	"mezzo/internal/secrets"
 )
 
 // The probes below run one check each and return nil when it passed, or an
@@ -202,10 +203,11 @@ func mergeEnv(base []string, env *mesos.Environment) []string {
 		}
 	}
 	for _, v := range env.GetVariables() {
-		if v.GetType() == mesos.Environment_Variable_SECRET || v.GetName() == "" {
+		val, ok := secrets.EnvValue(v)
+		if !ok || v.GetName() == "" {
 			continue
 		}
-		kv := v.GetName() + "=" + v.GetValue()
+		kv := v.GetName() + "=" + val
 		if i, ok := index[v.GetName()]; ok {
 			out[i] = kv
 			continue

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"mezzo/api/mesos"
+	"mezzo/internal/secrets"
 	"mezzo/master"
 )
 
@@ -229,7 +230,7 @@ func commandModel(c *mesos.CommandInfo) commandJSON {
 		URIs:  make([]uriJSON, 0, len(c.GetUris())),
 	}
 	if c.GetEnvironment() != nil {
-		m.Environment = protoJSON(c.GetEnvironment())
+		m.Environment = protoJSON(secrets.Redacted(c.GetEnvironment())) // a secret's data is shown nowhere
 	}
 	for _, u := range c.GetUris() {
 		m.URIs = append(m.URIs, uriJSON{Value: u.GetValue(), Executable: u.GetExecutable()})

@@ -8,6 +8,7 @@ import (
 	"mezzo/api/masterpb"
 	"mezzo/api/mesos"
 	"mezzo/internal/opapi"
+	"mezzo/internal/secrets"
 	"mezzo/master"
 )
 
@@ -166,7 +167,7 @@ func getExecutors(s *master.Snapshot) *masterpb.Response_GetExecutors {
 		for _, f := range group {
 			for _, e := range f.Executors {
 				out.Executors = append(out.Executors, &masterpb.Response_GetExecutors_Executor{
-					ExecutorInfo: e.Info,
+					ExecutorInfo: secrets.RedactedExecutor(e.Info), // a secret's data is shown nowhere
 					AgentId:      &mesos.AgentID{Value: proto.String(e.AgentID)},
 				})
 			}

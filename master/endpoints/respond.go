@@ -126,10 +126,6 @@ var buildInfo = currentBuild
 
 func currentBuild() build {
 	v := version.Get()
-	b := build{Version: v.Version, GitSHA: v.GitSHA, BuildUser: v.BuildUser}
-	if !v.BuildTime.IsZero() {
-		b.BuildDate = v.BuildTime.UTC().Format("2006-01-02 15:04:05")
-		b.BuildTime = float64(v.BuildTime.Unix())
-	}
-	return b
+	return build{Version: v.Version, GitSHA: v.GitSHA, BuildUser: v.BuildUser,
+		BuildDate: v.BuildDate(), BuildTime: float64(v.BuildUnix())}
 }

@@ -151,12 +151,8 @@ func (s *server) version(w http.ResponseWriter, r *http.Request) {
 	out := map[string]any{
 		"version":    v,
 		"build_user": info.BuildUser,
-		"build_date": "",
-		"build_time": 0,
-	}
-	if !info.BuildTime.IsZero() {
-		out["build_date"] = info.BuildTime.UTC().Format(time.DateTime)
-		out["build_time"] = info.BuildTime.Unix()
+		"build_date": info.BuildDate(),
+		"build_time": info.BuildUnix(),
 	}
 	if info.GitSHA != "" {
 		out["git_sha"] = info.GitSHA

@@ -10,6 +10,7 @@ import (
 
 	"mezzo/agent/containerizer"
 	"mezzo/api/mesos"
+	"mezzo/internal/secrets"
 )
 
 // Mesos's constants for Docker containers.
@@ -207,10 +208,14 @@ func environment(s *spec, name, sandboxDir string) []string {
 		set(k, v)
 	}
 	for _, v := range s.command.GetEnvironment().GetVariables() {
-		if base[v.GetName()] || v.GetType() == mesos.Environment_Variable_SECRET {
+		if base[v.GetName()] {
 			continue
 		}
-		set(v.GetName(), v.GetValue())
+		// VALUE secrets resolve to their data (the agent refused the
+		// launch of any secret it cannot resolve).
+		if val, ok := secrets.EnvValue(v); ok {
+			set(v.GetName(), val)
+		}
 	}
 	set("MESOS_SANDBOX", sandboxDir)
 	set("MESOS_CONTAINER_NAME", name)

@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	mesos "mezzo/api/mesos"
+	"mezzo/internal/secrets"
 )
 
 // Spec says how to run one task's command.
@@ -130,9 +131,9 @@ func SignalName(sig syscall.Signal) string {
 	return string(unicode.ToUpper(r)) + s[n:]
 }
 
-// MergeEnv builds a task environment: base, then extra, then the VALUE
-// variables of env (secrets are resolved by the agent, never here), later
-// entries replacing earlier ones of the same name, order kept.
+// MergeEnv builds a task environment: base, then extra, then the variables
+// of env (VALUE secrets resolved to their data), later entries replacing
+// earlier ones of the same name, order kept.
 func MergeEnv(base, extra []string, env *mesos.Environment) []string {
 	var order []string
 	vals := map[string]string{}
@@ -150,10 +151,15 @@ func MergeEnv(base, extra []string, env *mesos.Environment) []string {
 		}
 	}
 	for _, v := range env.GetVariables() {
-		if v.GetType() == mesos.Environment_Variable_SECRET || v.GetName() == "" {
+		if v.GetName() == "" {
 			continue
 		}
-		set(v.GetName(), v.GetValue())
+		// A VALUE secret's data; the agent refuses to launch a task with
+		// a secret it cannot resolve, so ok is false only for input that
+		// never came from it.
+		if val, ok := secrets.EnvValue(v); ok {
+			set(v.GetName(), val)
+		}
 	}
 	out := make([]string, 0, len(order))
 	for _, k := range order {

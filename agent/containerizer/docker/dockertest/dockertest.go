@@ -107,7 +107,7 @@ func RemoveImage() {
 
 // ImageSource compiles the testprog binary statically and returns the test
 // image's tag (from the binary's hash, so a rebuilt testprog gets a new
-// image) and its build context: a tar of a FROM scratch Dockerfile and the
+// image, and this process's ID) and its build context: a tar of a FROM scratch Dockerfile and the
 // binary. Package docker's own tests build the image with it through the
 // containerizer's client; Image builds it through this package's.
 func ImageSource() (tag string, buildContext *bytes.Buffer, err error) {
@@ -137,7 +137,11 @@ func ImageSource() (tag string, buildContext *bytes.Buffer, err error) {
 		return "", nil, err
 	}
 	sum := sha256.Sum256(prog)
-	tag = "mezzo-test/httpserver:" + hex.EncodeToString(sum[:6])
+	// The tag also names this process: test binaries of several packages
+	// run at once under `go test ./...`, and each removes its image when it
+	// ends; a shared tag would vanish under the others' running tests.
+	// The layers are shared, so the extra tags cost nothing.
+	tag = fmt.Sprintf("mezzo-test/httpserver:%s-%d", hex.EncodeToString(sum[:6]), os.Getpid())
 	var tarCtx bytes.Buffer
 	tw := tar.NewWriter(&tarCtx)
 	for _, f := range []struct {
