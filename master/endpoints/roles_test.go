@@ -321,8 +321,9 @@ func TestAllocatorMetricsMerged(t *testing.T) {
 		}
 	}
 	prom := request(t, mux, http.MethodGet, "/metrics", "").Body.String()
-	for _, line := range []string{"# TYPE mezzo_allocator_mesos_allocation_runs counter",
-		"# TYPE mezzo_allocator_mesos_roles_eng_shares_dominant gauge"} {
+	for _, line := range []string{"# TYPE mezzo_allocator_allocation_runs_total counter",
+		`mezzo_allocator_role_dominant_share{role="eng"}`, "# TYPE mezzo_allocator_allocation_run_duration_seconds summary",
+		"mezzo_metrics_unmapped_keys 0\n", "# TYPE mezzo_master_operator_event_stream_subscribers gauge\n"} {
 		if !strings.Contains(prom, line) {
 			t.Errorf("/metrics lacks %q", line)
 		}
