@@ -53,6 +53,7 @@ func TestPrometheusMetricsPassPromtool(t *testing.T) {
 		`# TYPE mezzo_allocator_allocation_run_duration_seconds summary`,
 		`mezzo_master_agent_connected{agent_id=`,
 		`# TYPE mezzo_master_operator_event_stream_subscribers gauge`,
+		`# TYPE mezzo_registrar_state_store_duration_seconds summary`, "mezzo_registrar_log_recovered 1\n",
 		"mezzo_metrics_unmapped_keys 0\n", "# TYPE go_goroutines gauge", "# TYPE process_cpu_seconds_total counter")
 	promtoolCheck(t, promtool, "master", master)
 
