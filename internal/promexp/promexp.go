@@ -1,9 +1,9 @@
 package promexp
 
 import (
-	"fmt"
 	"net/http"
 	"sort"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -98,12 +98,14 @@ func Collect(values map[string]float64, timers map[string]timerstat.Stats, extra
 	seen := map[string]bool{}
 	for _, s := range samples {
 		names, vals := splitLabels(s.Labels)
-		key := fmt.Sprint(s.Name, names, vals)
+		// \xff cannot occur in a name or a UTF-8 label value, so the key
+		// is unambiguous whatever the values contain.
+		key := s.Name + "\xff" + strings.Join(s.Labels, "\xff")
 		if seen[key] {
 			continue
 		}
 		seen[key] = true
-		dk := fmt.Sprint(s.Name, names)
+		dk := s.Name + "\xff" + strings.Join(names, "\xff")
 		d := descs[dk]
 		if d == nil {
 			d = prometheus.NewDesc(s.Name, s.Help, names, nil)

@@ -144,3 +144,25 @@ func example(pattern string) string {
 		return "x"
 	})
 }
+
+// Series whose label values differ only in where a space falls ("a b",
+// "c" and "a", "b c") are two series, and a repeated one is exposed once.
+func TestCollectKeepsDistinctSeries(t *testing.T) {
+	values := map[string]float64{
+		"master/frameworks/a%20b/c/subscribed": 1,
+		"master/frameworks/a/b c/subscribed":   1,
+	}
+	extra := []Sample{
+		{Name: "mezzo_master_framework_subscribed", Help: "1 while the framework has a live subscription.", Type: prometheus.GaugeValue,
+			Labels: []string{"framework_name", "a", "framework_id", "b c"}, Value: 1},
+	}
+	n := 0
+	for _, m := range Collect(values, nil, extra) {
+		if strings.Contains(m.Desc().String(), `"mezzo_master_framework_subscribed"`) {
+			n++
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d framework_subscribed series, want 2", n)
+	}
+}
