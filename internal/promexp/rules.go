@@ -42,6 +42,7 @@ type rule struct {
 	skip    bool
 
 	re     *regexp.Regexp
+	prefix string // the pattern's text before its first placeholder
 	labels []string
 }
 
@@ -181,6 +182,7 @@ func compile(rs []rule) []rule {
 			last = m[1]
 		}
 		re.WriteString(regexp.QuoteMeta(r.pattern[last:]) + "$")
+		r.prefix, _, _ = strings.Cut(r.pattern, "{")
 		r.re = regexp.MustCompile(re.String())
 	}
 	return rs
@@ -207,6 +209,11 @@ func Translate(values map[string]float64) (samples []Sample, unmapped []string) 
 func translate(key string, v float64) (s Sample, ok, known bool) {
 	for i := range rules {
 		r := &rules[i]
+		// The prefix test spares most regular expressions: a scrape
+		// translates every key of every framework.
+		if !strings.HasPrefix(key, r.prefix) {
+			continue
+		}
 		m := r.re.FindStringSubmatch(key)
 		if m == nil {
 			continue
