@@ -56,20 +56,21 @@ func LoadRegistryAuth(value string) (*RegistryAuth, error) {
 		}
 		data, err := os.ReadFile(p)
 		if err != nil {
-			return nil, fmt.Errorf("docker_config: %w", err)
+			return nil, fmt.Errorf("'docker_config': %w", err)
 		}
 		ra, err := ParseRegistryAuth(data)
 		if err != nil {
-			return nil, fmt.Errorf("docker_config %s: %w", p, err)
+			return nil, fmt.Errorf("'docker_config' %s: %w", p, err)
 		}
 		return ra, nil
 	}
 	if !strings.HasPrefix(v, "{") {
-		return nil, fmt.Errorf("docker_config: want an absolute path to a docker config file or its JSON, got %q", v)
+		// Not echoed: it may hold credentials.
+		return nil, fmt.Errorf("'docker_config' is neither an absolute path to a docker config file nor its JSON")
 	}
 	ra, err := ParseRegistryAuth([]byte(v))
 	if err != nil {
-		return nil, fmt.Errorf("docker_config: %w", err)
+		return nil, fmt.Errorf("'docker_config': %w", err)
 	}
 	return ra, nil
 }

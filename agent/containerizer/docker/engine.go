@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -27,7 +28,24 @@ const (
 
 // engine is the Engine API as the containerizer uses it.
 type engine struct {
-	api *client.Client
+	api        *client.Client
+	negotiated atomic.Bool
+}
+
+// negotiate agrees on the API version with the engine, once (Launch and
+// Recover call it first; every other call concerns a container they
+// made). The library would negotiate on the first call too, but would
+// then send it at its own newest version if negotiation failed, and the
+// engine's "client version is too new" would hide the reason.
+func (e *engine) negotiate(ctx context.Context) error {
+	if e.negotiated.Load() {
+		return nil
+	}
+	if _, err := e.api.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
+		return fmt.Errorf("docker engine at %s: %w", e.api.DaemonHost(), err)
+	}
+	e.negotiated.Store(true)
+	return nil
 }
 
 // createSpec is what POST /containers/create takes.

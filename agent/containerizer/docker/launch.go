@@ -128,6 +128,9 @@ func (d *Docker) launch(ctx context.Context, s *spec) (containerizer.Container, 
 // start makes sure the image is there, creates and starts the container.
 // On error nothing is left behind.
 func (d *Docker) start(ctx context.Context, c *ctr, s *spec, body *createSpec) error {
+	if err := d.engine.negotiate(ctx); err != nil {
+		return err
+	}
 	image := body.config.Image
 	present, err := d.engine.imagePresent(ctx, image)
 	if err != nil {

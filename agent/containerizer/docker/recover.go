@@ -37,6 +37,9 @@ func (d *Docker) RecoverKnown(ctx context.Context, known []string) ([]containeri
 }
 
 func (d *Docker) recover(ctx context.Context, known map[string]bool) ([]containerizer.Recovered, error) {
+	if err := d.engine.negotiate(ctx); err != nil {
+		return nil, fmt.Errorf("recovering Docker containers: %w", err)
+	}
 	list, err := d.engine.list(ctx, labelOwner+"="+d.owner)
 	if err != nil {
 		return nil, fmt.Errorf("recovering Docker containers: %w", err)
