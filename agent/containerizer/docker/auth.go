@@ -187,21 +187,24 @@ func (r *RegistryAuth) Registries() []string {
 	return out
 }
 
-// header returns the X-Registry-Auth value for pulling image: the
-// encoded credentials of its registry, "" when there are none.
-func (r *RegistryAuth) header(image string) (string, error) {
+// header returns the X-Registry-Auth value for pulling image, the
+// encoded credentials of its registry, and the registry's host; "" when
+// there are none.
+func (r *RegistryAuth) header(image string) (header, host string, err error) {
 	if r == nil || len(r.byHost) == 0 {
-		return "", nil
+		return "", "", nil
 	}
 	ref, err := reference.ParseNormalizedNamed(image)
 	if err != nil {
-		return "", fmt.Errorf("image %q: %w", image, err)
+		return "", "", fmt.Errorf("image %q: %w", image, err)
 	}
-	ac, ok := r.byHost[registryHost(reference.Domain(ref))]
+	host = registryHost(reference.Domain(ref))
+	ac, ok := r.byHost[host]
 	if !ok {
-		return "", nil
+		return "", "", nil
 	}
-	return authconfig.Encode(ac)
+	header, err = authconfig.Encode(ac)
+	return header, host, err
 }
 
 // sandboxAuth reads a docker config file that the task's URIs fetched

@@ -57,7 +57,7 @@ func TestRegistryAuthLookup(t *testing.T) {
 		{image: "quay.io/x/y", none: true},
 		{image: "Bad/Upper", wantErrSubstring: "must be lowercase"},
 	} {
-		h, err := ra.header(tc.image)
+		h, host, err := ra.header(tc.image)
 		if tc.wantErrSubstring != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.wantErrSubstring) {
 				t.Errorf("%s: error %v, want %q", tc.image, err, tc.wantErrSubstring)
@@ -75,6 +75,9 @@ func TestRegistryAuthLookup(t *testing.T) {
 			continue
 		}
 		ac := decodeHeader(t, h)
+		if host != registryHost(tc.server) {
+			t.Errorf("%s: registry %q", tc.image, host)
+		}
 		if ac.Username != tc.user || ac.Password != tc.pass || ac.IdentityToken != tc.tok || ac.ServerAddress != tc.server || ac.Auth != "" {
 			t.Errorf("%s: credentials %+v", tc.image, ac)
 		}
@@ -83,7 +86,7 @@ func TestRegistryAuthLookup(t *testing.T) {
 		}
 	}
 	var none *RegistryAuth
-	if h, err := none.header("busybox"); h != "" || err != nil {
+	if h, _, err := none.header("busybox"); h != "" || err != nil {
 		t.Errorf("nil RegistryAuth: %q %v", h, err)
 	}
 }
@@ -100,7 +103,7 @@ func TestRegistryAuthLegacyDockercfg(t *testing.T) {
 	}
 }
 
-func must(s string, err error) string {
+func must(s, _ string, err error) string {
 	if err != nil {
 		panic(err)
 	}

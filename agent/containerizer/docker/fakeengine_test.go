@@ -305,7 +305,7 @@ func TestPullCredentials(t *testing.T) {
 	}
 	before := created()
 	err = launch("c4", "registry.example.com:5000/team/app:v1", sb)
-	want := `failed to pull image "registry.example.com:5000/team/app:v1": unauthorized: authentication required`
+	want := `failed to pull image "registry.example.com:5000/team/app:v1": with the credentials for registry.example.com:5000 from the sandbox's docker config: unauthorized: authentication required`
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("launch with bad credentials: %v, want %q", err, want)
 	}

@@ -176,7 +176,8 @@ func (d *Docker) start(ctx context.Context, c *ctr, s *spec, body *createSpec) e
 }
 
 // pull fetches the image with the credentials of its registry: those of a
-// docker config file fetched into the sandbox, else --docker_config's.
+// docker config file fetched into the sandbox, else --docker_config's. A
+// failure says whose credentials were used.
 func (d *Docker) pull(ctx context.Context, c *ctr, image string) error {
 	auth := d.auth
 	source := "--docker_config"
@@ -187,14 +188,17 @@ func (d *Docker) pull(ctx context.Context, c *ctr, image string) error {
 	if sb != nil {
 		auth, source = sb, "the sandbox's docker config"
 	}
-	header, err := auth.header(image)
+	header, host, err := auth.header(image)
 	if err != nil {
 		return err
 	}
-	if header != "" {
-		d.log.Info("pulling image", "container", c.id, "image", image, "credentials", source)
-	} else {
+	if header == "" {
 		d.log.Info("pulling image", "container", c.id, "image", image)
+		return d.engine.pull(ctx, image, "")
 	}
-	return d.engine.pull(ctx, image, header)
+	d.log.Info("pulling image", "container", c.id, "image", image, "credentials", source, "registry", host)
+	if err := d.engine.pull(ctx, image, header); err != nil {
+		return fmt.Errorf("with the credentials for %s from %s: %w", host, source, err)
+	}
+	return nil
 }
