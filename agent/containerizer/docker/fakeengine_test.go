@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/moby/moby/api/pkg/authconfig"
 	"github.com/moby/moby/api/types/registry"
+	"github.com/moby/moby/client/pkg/versions"
 )
 
 // fakeEngine is an HTTP server speaking the few Engine API calls the
@@ -77,11 +77,11 @@ func (f *fakeEngine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte("OK"))
 		return
 	}
-	if c.version != "" && versionLess(c.version, f.min) {
+	if c.version != "" && versions.LessThan(c.version, f.min) {
 		fail(http.StatusBadRequest, "client version %s is too old. Minimum supported API version is %s, please upgrade your client to a newer version", c.version, f.min)
 		return
 	}
-	if c.version != "" && versionLess(f.max, c.version) {
+	if c.version != "" && versions.LessThan(f.max, c.version) {
 		fail(http.StatusBadRequest, "client version %s is too new. Maximum supported API version is %s", c.version, f.max)
 		return
 	}
@@ -104,24 +104,6 @@ func (f *fakeEngine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		fail(http.StatusNotFound, "page not found")
 	}
-}
-
-// versionLess compares dotted API versions ("1.9" < "1.41").
-func versionLess(a, b string) bool {
-	as, bs := strings.Split(a, "."), strings.Split(b, ".")
-	for i := 0; i < len(as) || i < len(bs); i++ {
-		var x, y int
-		if i < len(as) {
-			x, _ = strconv.Atoi(as[i])
-		}
-		if i < len(bs) {
-			y, _ = strconv.Atoi(bs[i])
-		}
-		if x != y {
-			return x < y
-		}
-	}
-	return false
 }
 
 func (f *fakeEngine) recorded() []fakeCall {
@@ -173,7 +155,7 @@ func TestVersionNegotiation(t *testing.T) {
 			// What the hand-written client did: one call at min(1.41,
 			// engine's version).
 			old := "1.41"
-			if versionLess(tc.max, old) {
+			if versions.LessThan(tc.max, old) {
 				old = tc.max
 			}
 			oldStatus := rawStatus(t, sock, "/v"+old+"/containers/json")
@@ -202,7 +184,7 @@ func TestVersionNegotiation(t *testing.T) {
 			if list == nil {
 				t.Fatalf("no GET /v%s/containers/json among %+v", tc.want, f.recorded())
 			}
-			if versionLess(old, tc.min) && oldStatus != http.StatusBadRequest {
+			if versions.LessThan(old, tc.min) && oldStatus != http.StatusBadRequest {
 				t.Errorf("the fake engine answered the old client's version with %d", oldStatus)
 			}
 		})
