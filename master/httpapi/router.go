@@ -10,6 +10,7 @@ import (
 
 	"mezzo/internal/loglevel"
 	"mezzo/internal/opapi"
+	"mezzo/internal/timerstat"
 	"mezzo/internal/version"
 	"mezzo/master"
 	"mezzo/master/agentproxy"
@@ -45,6 +46,9 @@ type Options struct {
 	// ExtraMetrics adds metrics kept outside the master (the registrar's)
 	// to the metrics endpoints; nil adds none.
 	ExtraMetrics func() map[string]float64
+	// ExtraTimers adds timers kept outside the master (the registrar's)
+	// to the summaries at /metrics; nil adds none.
+	ExtraTimers func() map[string]timerstat.Stats
 }
 
 // The master is the operator endpoints' Source: checked here, where the
@@ -108,6 +112,7 @@ func New(m *master.Master, opts Options) http.Handler {
 			}
 			return out
 		},
+		ExtraTimers: opts.ExtraTimers,
 	})
 	// The agents' sandboxes and statistics, read through the master
 	// (agentproxy: read-only endpoints of registered agents only), so the
