@@ -105,9 +105,22 @@ func TestEveryPageLoadsWithoutConsoleErrors(t *testing.T) {
 	tb.open(url(c.masters[0], "#/"))
 	tb.wait("the overview", settled+" && "+h1Is("Cluster"))
 	tb.checkConsole("on first load")
+	eval[bool](tb, `(performance.setResourceTimingBufferSize(100000), true)`)
 	pages := pagesOf(tb, tk, "pages")
 	for _, p := range pages {
 		visit(tb, p)
+	}
+	// Every request went to the master, the agents' endpoints through its
+	// proxy: the UI works where only the master is reachable.
+	foreign := eval[[]string](tb, `performance.getEntriesByType("resource").map((e) => e.name).filter((u) => new URL(u).origin !== location.origin)`)
+	if len(foreign) > 0 {
+		t.Errorf("the page read other origins than the master: %v", foreign)
+	}
+	proxied := eval[[]string](tb, `[...new Set(performance.getEntriesByType("resource").map((e) => new URL(e.name).pathname).filter((p) => p.startsWith("/agent/")).map((p) => p.replace(/^\/agent\/[^/]+/, "")))].sort()`)
+	for _, want := range []string{"/files/browse", "/files/read", "/monitor/statistics", "/slave(1)/state"} {
+		if !contains(proxied, want) {
+			t.Errorf("the pages read %v through the master's agent proxy; %s is missing", proxied, want)
+		}
 	}
 	// And each page loaded on its own (a fresh document, not a hash change).
 	for _, p := range pages {
