@@ -3,7 +3,6 @@ package browsertest
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -185,6 +184,21 @@ func (c *cluster) run(name, command string) *process {
 		"--resources=cpus:0.1;mem:32", "--shell", "--", command)
 }
 
+// runChecked is run with a command health check ("true", every second).
+func (c *cluster) runChecked(name, command string) *process {
+	c.t.Helper()
+	task, _ := json.Marshal(map[string]any{
+		"resources": []any{
+			map[string]any{"name": "cpus", "type": "SCALAR", "scalar": map[string]any{"value": 0.1}},
+			map[string]any{"name": "mem", "type": "SCALAR", "scalar": map[string]any{"value": 32}},
+		},
+		"command": map[string]any{"value": command},
+		"health_check": map[string]any{"type": "COMMAND", "command": map[string]any{"value": "true"},
+			"interval_seconds": 1, "delay_seconds": 0, "grace_period_seconds": 0},
+	})
+	return start(c.t, "mezzo run "+name, nil, "run", "--master="+strings.Join(c.masters, ","), "--name="+name, "--task="+string(task))
+}
+
 // url is a page of the UI on the given master.
 func url(master, hash string) string { return "http://" + master + "/" + hash }
 
@@ -200,5 +214,3 @@ func contains(list []string, s string) bool {
 // counter prints a numbered line every ~100ms: the task whose output the
 // log view must follow.
 const counter = `i=0; while [ $i -lt 100000 ]; do i=$((i+1)); echo "line $i"; sleep 0.1; done`
-
-var _ = context.Background

@@ -175,6 +175,21 @@ func TestLogTails(t *testing.T) {
 	tb.checkConsole("while following the log")
 }
 
+// TestTaskPageShowsHealth: a task with a health check shows it healthy on
+// its page, with the check and a history entry carrying the health.
+func TestTaskPageShowsHealth(t *testing.T) {
+	need(t)
+	c := startCluster(t, 1, 1)
+	c.runChecked("checked", "echo checked; sleep 600")
+	tk := c.awaitTask("checked", "TASK_RUNNING")
+	tb := newTab(t)
+	tb.open(url(c.masters[0], "#/tasks/"+tk.FrameworkID+"/"+tk.ID))
+	tb.wait("the task healthy, with its check", settled+` && [...document.querySelectorAll("#main .pill.ok")].some((p) => p.textContent === "healthy") && `+
+		`/COMMAND true every 1s/.test(`+mainText+`) && `+
+		`[...document.querySelectorAll("#task-history tbody tr")].some((r) => /healthy/.test(r.textContent))`)
+	tb.checkConsole("on the task page")
+}
+
 // TestFollowerRedirectsToLeader: a page opened on a follower master ends up
 // on the leader, on the same view, showing the cluster.
 func TestFollowerRedirectsToLeader(t *testing.T) {
@@ -218,7 +233,7 @@ func TestScreenshots(t *testing.T) {
 	c.run("hello", `echo "hello from mezzo"`)
 	c.run("fails", `echo "about to fail" >&2; exit 3`)
 	c.run("web", `echo "serving on :8080"; while true; do echo "GET / 200 $(date +%T)"; sleep 1; done`)
-	c.run("batch", counter)
+	c.runChecked("batch", counter)
 	c.awaitTask("hello", "TASK_FINISHED")
 	failed := c.awaitTask("fails", "TASK_FAILED")
 	c.awaitTask("web", "TASK_RUNNING")
@@ -231,8 +246,10 @@ func TestScreenshots(t *testing.T) {
 	for _, p := range pages {
 		visit(tb, p)
 		if p.name == "task" {
-			// Two statistics samples, so the CPU card shows a rate.
-			tb.wait("a CPU rate", `/ of /.test(document.getElementById("task-usage").innerText)`)
+			// Two statistics samples, so the CPU card shows a rate; and
+			// the first health check's result.
+			tb.wait("a CPU rate and the health", `/ of /.test(document.getElementById("task-usage").innerText) && `+
+				`[...document.querySelectorAll("#main .pill.ok")].some((p) => p.textContent === "healthy")`)
 		}
 		png, err := chromedp.Run(tb.ctx, chromedp.FullScreenshot(100))
 		if err != nil {
