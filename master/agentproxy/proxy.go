@@ -189,6 +189,13 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if agent == nil {
+		for _, u := range snap.UnreachableAgents {
+			if u.ID == id {
+				opapi.WriteText(w, http.StatusServiceUnavailable, "Agent '"+id+"' is unreachable (since "+
+					u.Time.UTC().Format(time.RFC3339)+"); it can be read again once it re-registers\n")
+				return
+			}
+		}
 		opapi.WriteText(w, http.StatusNotFound, "Agent '"+id+"' is not registered with this master\n")
 		return
 	}

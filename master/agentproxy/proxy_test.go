@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -76,7 +77,8 @@ func TestProxy(t *testing.T) {
 	deadEndpoint := strings.TrimPrefix(dead.URL, "http://")
 	dead.Close()
 	snap := &master.Snapshot{Elected: true, Leader: leader("m1", 5050),
-		Agents: []*master.AgentView{agentView("S1", endpoint), agentView("S2", deadEndpoint)}}
+		Agents:            []*master.AgentView{agentView("S1", endpoint), agentView("S2", deadEndpoint)},
+		UnreachableAgents: []*master.UnreachableAgent{{ID: "S3", Time: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}}}
 	h := New(fakeMaster{snap}, Options{})
 
 	tests := []struct {
@@ -95,6 +97,7 @@ func TestProxy(t *testing.T) {
 			map[string]string{"Content-Disposition": `attachment; filename="stdout"`}},
 		{"HEAD has no body", "HEAD", "/agent/S1/files/download?path=/x/stdout", 200, "", "HEAD /files/download?path=%2Fx%2Fstdout", nil},
 		{"agent's 404 passes through", "GET", "/agent/S1/files/browse?path=/nope", 404, "path not found", "GET /files/browse?path=%2Fnope", nil},
+		{"unreachable agent", "GET", "/agent/S3/state", 503, "Agent 'S3' is unreachable (since 2026-01-02T03:04:05Z)", "", nil},
 		{"unknown agent", "GET", "/agent/S9/files/read?path=/x", 404, "Agent 'S9' is not registered", "", nil},
 		{"invalid agent id", "GET", "/agent/S%201/files/read?path=/x", 400, "Invalid agent ID 'S 1'", "", nil},
 		{"agent id too long", "GET", "/agent/" + strings.Repeat("a", maxIDLen+1) + "/state", 400, "Invalid agent ID", "", nil},
