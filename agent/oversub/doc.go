@@ -19,9 +19,11 @@
 //     Meter: it is containerizer.UsageReporter).
 //  3. est, err := NewEstimator(cfg, usage); ctl, err := NewController(cfg, usage).
 //  4. Every cfg.OversubscribedResourcesInterval, off the agent's loop, call
-//     est.Oversubscribable(ctx, now). Add the revocable resources that
-//     containers already hold (as Mesos's agent does) and send the total to
-//     the master in UPDATE_RESOURCES when it differs from the last one sent.
+//     est.Oversubscribable(ctx, now), then Forwarder.Next with it and the
+//     containers: it adds the revocable resources containers already hold
+//     (as Mesos's agent does) and says whether the total differs from the
+//     last one sent; if so send it in UPDATE_RESOURCES. Forwarder.Reset on
+//     (re-)registration.
 //  5. In a second goroutine, call ctl.Corrections(ctx, now), carry out each
 //     Correction (kill the whole container; TASK_LOST or TASK_GONE with
 //     REASON_EXECUTOR_PREEMPTED and Correction.Message), wait
@@ -29,8 +31,8 @@
 //     that is already being killed are to be ignored by the agent.
 //  6. When a regular task is launched on a reservation that was lent out,
 //     call PlanEviction with what runs on the agent; kill the containers it
-//     names and start the launch once Eviction.StartNow or, later, once the
-//     design's inequality holds (Fits).
+//     names and start the launch if Eviction.StartNow, else when an evicted
+//     container ends and PlanEviction with no Launch reports StartNow.
 //
 // # Threading
 //
