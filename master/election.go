@@ -11,6 +11,7 @@ import (
 
 	"mezzo/api/mesos"
 	"mezzo/api/quotapb"
+	"mezzo/master/registrar"
 )
 
 // Election is the replicated log's view of leadership as the master needs
@@ -53,6 +54,9 @@ type RecoveredRegistry struct {
 	Weights map[string]float64
 	// Quotas are the recorded quota configurations.
 	Quotas []*quotapb.QuotaConfig
+	// Drains are the drained and deactivated agents (admitted or
+	// unreachable) by agent ID.
+	Drains map[string]registrar.Drain
 }
 
 // ErrRegistryUnavailable wraps registrar failures that are not about the

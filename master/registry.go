@@ -120,5 +120,6 @@ func (a *ReplicatedRegistrar) Recover(ctx context.Context, info *mesos.MasterInf
 	for _, g := range reg.Gone() {
 		out.Gone[g.ID] = g.At
 	}
+	out.Drains = reg.Drains()
 	return out, nil
 }
