@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/http"
 	"net/url"
 	"time"
 
@@ -172,6 +173,7 @@ func (c *invocation) followDrain(e *env, o *drainOpts, res *drainResult, seen bo
 		deadline = e.clock.Now().Add(*o.waitTimeout)
 	}
 	last := ""
+	var failingSince time.Time
 	for polls := 0; ; polls++ {
 		if polls > 0 {
 			if !deadline.IsZero() && !e.clock.Now().Before(deadline) {
@@ -184,15 +186,29 @@ func (c *invocation) followDrain(e *env, o *drainOpts, res *drainResult, seen bo
 			<-t.C()
 		}
 		drains, err := c.drainStates(res.AgentID)
-		if err != nil {
-			return err
+		if err == nil && res.State != "" {
+			res.Tasks, err = c.liveTasks(res.AgentID)
 		}
+		if err != nil {
+			// No master answers: a leader failover in progress. The drain
+			// goes on in the registry; keep following for a while.
+			if failingSince.IsZero() {
+				failingSince = e.clock.Now()
+			}
+			if e.clock.Now().Sub(failingSince) >= maxUnavailable {
+				return err
+			}
+			if line := fmt.Sprintf("agent %s: no master answers (failover?); retrying", res.AgentID); line != last {
+				fmt.Fprintln(progress, line)
+				last = line
+			}
+			continue
+		}
+		failingSince = time.Time{}
 		d, registered := drains[res.AgentID]
 		line := ""
 		switch {
-		case !registered && *o.markGone && seen:
-			// Seen draining, now gone from the registered agents: with
-			// --mark-gone that is the end of a drain.
+		case !registered && *o.markGone && seen && c.agentGone(res.AgentID):
 			res.State, res.Gone, res.Tasks = "DRAINED", true, 0
 			fmt.Fprintf(progress, "agent %s: DRAINED and marked gone\n", res.AgentID)
 			return c.drainDone(res)
@@ -202,7 +218,7 @@ func (c *invocation) followDrain(e *env, o *drainOpts, res *drainResult, seen bo
 			seen = true
 			res.State, res.Deactivated = d.DrainInfo.State, d.Deactivated
 			if res.Tasks, err = c.liveTasks(res.AgentID); err != nil {
-				return err
+				continue // as a failed poll, next time
 			}
 			line = fmt.Sprintf("agent %s: %s, %d task(s) left", res.AgentID, orUnknown(res.State), res.Tasks)
 			if res.State == "" {
@@ -217,6 +233,32 @@ func (c *invocation) followDrain(e *env, o *drainOpts, res *drainResult, seen bo
 			return c.drainDone(res)
 		}
 	}
+}
+
+// maxUnavailable is how long a drain is followed while no master answers.
+const maxUnavailable = 2 * time.Minute
+
+// agentGone reports whether the master refuses the agent as removed. An
+// agent that left the registered list after it was seen draining is
+// either gone (--mark-gone) or unreachable (or not yet back after a
+// failover); the operator API lists neither. DEACTIVATE_AGENT tells them
+// apart without changing anything: the draining agent is deactivated
+// already, and a removed one is answered 404.
+func (c *invocation) agentGone(id string) bool {
+	call := &masterpb.Call{Type: masterpb.Call_DEACTIVATE_AGENT.Enum(),
+		DeactivateAgent: &masterpb.Call_DeactivateAgent{AgentId: &mesos.AgentID{Value: proto.String(id)}}}
+	body, err := codec.Marshal(codec.JSON, call)
+	if err != nil {
+		return false
+	}
+	for _, m := range c.master.masters {
+		status, _, err := c.master.send("POST", "http://"+m+"/api/v1", body, string(codec.JSON))
+		if err != nil || status == http.StatusServiceUnavailable {
+			continue
+		}
+		return status == http.StatusNotFound
+	}
+	return false
 }
 
 func (c *invocation) drainDone(res *drainResult) error {

@@ -14,7 +14,8 @@ import (
 )
 
 // drainStep is what the drain master shows of agent S1 at one poll: its
-// drain state ("" none, "gone" not registered) and live tasks.
+// drain state ("" none; "away": not registered, e.g. unreachable; "gone":
+// not registered and refused as removed) and live tasks.
 type drainStep struct {
 	state string
 	tasks int
@@ -45,7 +46,7 @@ func (m *drainMaster) serve(w http.ResponseWriter, r *http.Request) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	slave := func() []any {
-		if m.cur.state == "gone" {
+		if m.cur.state == "gone" || m.cur.state == "away" {
 			return []any{}
 		}
 		s := map[string]any{"id": "S1", "hostname": "a1", "active": m.cur.state == "", "deactivated": m.cur.state != ""}
@@ -63,6 +64,10 @@ func (m *drainMaster) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		m.calls = append(m.calls, call)
+		if call["type"] == "DEACTIVATE_AGENT" && m.cur.state == "gone" {
+			http.Error(w, "Agent S1 was removed from the cluster", http.StatusNotFound)
+			return
+		}
 		if m.status != 0 {
 			http.Error(w, "Agent S1 not found", m.status)
 			return
@@ -72,6 +77,10 @@ func (m *drainMaster) serve(w http.ResponseWriter, r *http.Request) {
 	case "/master/slaves":
 		if len(m.calls) > 0 && len(m.steps) > 0 {
 			m.cur, m.steps = m.steps[0], m.steps[1:]
+		}
+		if m.cur.state == "down" {
+			http.Error(w, "No leader elected", http.StatusServiceUnavailable)
+			return
 		}
 		out = map[string]any{"slaves": slave(), "recovered_slaves": []any{}}
 	case "/master/state-summary":
@@ -114,13 +123,16 @@ func runTicking(t *testing.T, e *env, fc *clock.Fake, args ...string) (int, stri
 }
 
 func TestAgentsDrainFollowsUntilDrained(t *testing.T) {
-	m := newDrainMaster(t, drainStep{"DRAINING", 2}, drainStep{"DRAINING", 2}, drainStep{"DRAINING", 1}, drainStep{"DRAINED", 0})
+	// "down": no master answers for a poll (a failover): the CLI says so
+	// and keeps following.
+	m := newDrainMaster(t, drainStep{"DRAINING", 2}, drainStep{"DRAINING", 2}, drainStep{"down", 0}, drainStep{"DRAINING", 1}, drainStep{"DRAINED", 0})
 	e, fc := testEnv()
 	code, out, errs := runTicking(t, e, fc, "drain", "S1", "--max-grace-period=10s", "--master="+m.addr())
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	want := "agent S1: DRAINING, 2 task(s) left\nagent S1: DRAINING, 1 task(s) left\nagent S1: DRAINED, 0 task(s) left\n"
+	want := "agent S1: DRAINING, 2 task(s) left\nagent S1: no master answers (failover?); retrying\n" +
+		"agent S1: DRAINING, 1 task(s) left\nagent S1: DRAINED, 0 task(s) left\n"
 	if out != want {
 		t.Fatalf("progress:\n%s\nwant:\n%s", out, want)
 	}
@@ -132,7 +144,7 @@ func TestAgentsDrainFollowsUntilDrained(t *testing.T) {
 }
 
 func TestAgentsDrainJSONAndMarkGone(t *testing.T) {
-	m := newDrainMaster(t, drainStep{"DRAINING", 1}, drainStep{"gone", 0})
+	m := newDrainMaster(t, drainStep{"DRAINING", 1}, drainStep{"away", 0}, drainStep{"gone", 0})
 	e, fc := testEnv()
 	code, out, errs := runTicking(t, e, fc, "drain", "S1", "--mark-gone", "--json", "--master="+m.addr())
 	if code != 0 {
@@ -146,7 +158,8 @@ func TestAgentsDrainJSONAndMarkGone(t *testing.T) {
 	if !reflect.DeepEqual(res, want) {
 		t.Fatalf("result %v, want %v", res, want)
 	}
-	if !strings.Contains(errs, "agent S1: DRAINING, 1 task(s) left") || !strings.Contains(errs, "DRAINED and marked gone") {
+	if !strings.Contains(errs, "agent S1: DRAINING, 1 task(s) left") || !strings.Contains(errs, "not registered") ||
+		!strings.Contains(errs, "DRAINED and marked gone") {
 		t.Fatalf("progress on stderr: %q", errs)
 	}
 	if d := m.calls[0]["drain_agent"].(map[string]any); d["mark_gone"] != true || d["max_grace_period"] != nil {
