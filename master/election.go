@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"mezzo/api/maintenancepb"
 	"mezzo/api/mesos"
 	"mezzo/api/quotapb"
 )
@@ -53,6 +54,10 @@ type RecoveredRegistry struct {
 	Weights map[string]float64
 	// Quotas are the recorded quota configurations.
 	Quotas []*quotapb.QuotaConfig
+	// Schedule is the maintenance schedule (nil: none); Down the machines
+	// under maintenance (DOWN).
+	Schedule *maintenancepb.Schedule
+	Down     []*mesos.MachineID
 }
 
 // ErrRegistryUnavailable wraps registrar failures that are not about the

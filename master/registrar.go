@@ -47,6 +47,8 @@ type Registrar interface {
 	// UpdateQuota records each config's role's quota; a config with
 	// neither guarantees nor limits removes the role's quota.
 	UpdateQuota(configs []*quotapb.QuotaConfig, done func(error))
+	// Maintenance schedule and DOWN machines (registrar_maintenance.go).
+	MaintenanceRegistrar
 }
 
 // MemoryRegistrar is a Registrar that keeps the registry in memory. Its
@@ -60,6 +62,7 @@ type MemoryRegistrar struct {
 	weights     map[string]float64
 	quotas      map[string]*quotapb.QuotaConfig
 	master      *mesos.MasterInfo
+	maint       memoryMaintenance
 }
 
 var (
@@ -257,6 +260,7 @@ func (r *MemoryRegistrar) Recover(ctx context.Context, info *mesos.MasterInfo) (
 	for _, role := range sortedKeys(r.quotas) {
 		out.Quotas = append(out.Quotas, proto.Clone(r.quotas[role]).(*quotapb.QuotaConfig))
 	}
+	out.Schedule, out.Down = r.maint.recovered()
 	return out, nil
 }
 

@@ -73,6 +73,9 @@ func (s *state) agentSubscribe(sub *protocol.AgentCall_Subscribe, now time.Time)
 	info := sub.GetAgentInfo()
 	st := s.newAgentStream()
 	id := info.GetId().GetValue()
+	if s.refuseDownAgent(st, info, sub.GetEndpoint()) {
+		return st, nil
+	}
 
 	switch {
 	case id == "":
@@ -182,6 +185,7 @@ func (s *state) admitted(st *AgentStream, sub *protocol.AgentCall_Subscribe, err
 		}
 	}
 	s.alloc.AddAgent(id, info, total, s.agentUsed(a))
+	s.syncUnavailability(a)
 	if !a.connected {
 		s.alloc.DeactivateAgent(id)
 	}
@@ -481,6 +485,7 @@ func (s *state) unreachableDone(a *agent, reason string, at time.Time, err error
 // agents), unreachable tasks of partition-aware frameworks are kept aside,
 // the rest completed; its executors, offers and allocator entry go away.
 func (s *state) dropAgent(a *agent, newState func(*framework) mesos.TaskState, msg string, at time.Time, now time.Time) {
+	s.forgetAgentMaintenance(a)
 	for _, o := range sortedOffers(a.offers) {
 		s.rescindOffer(o, true)
 	}
