@@ -169,7 +169,7 @@ func TestMaintenanceLifecycle(t *testing.T) {
 	if err := h.runMaint(func(fin func(error)) { h.s.updateSchedule(sched, fin) }); err != nil {
 		t.Fatal(err)
 	}
-	if !h.alloc.has("UpdateUnavailability " + a.id + " start=") || h.alloc.has("UpdateUnavailability "+b.id) {
+	if !h.alloc.has("UpdateUnavailability "+a.id+" start=") || h.alloc.has("UpdateUnavailability "+b.id) {
 		t.Fatalf("allocator calls: %v", h.alloc.calls)
 	}
 	if o := h.offer(pa, a, "*", "cpus:1;mem:128"); o.GetUnavailability().GetStart().GetNanoseconds() != start.UnixNano() {
