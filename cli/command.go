@@ -46,7 +46,7 @@ type spec struct {
 	usage   string // positional arguments, for --help
 	run     func(e *env, c *invocation) error
 	setup   func(fs *flag.FlagSet) any // extra flags; the result is passed in invocation.opts
-	nargs   int                        // exact number of positional arguments
+	nargs   int                        // exact number of positional arguments; -1: any (run checks)
 }
 
 // invocation is one parsed command line.
@@ -62,16 +62,17 @@ type invocation struct {
 
 func (e *env) commands() map[string]Command {
 	specs := map[string]spec{
-		"tasks":      tasksSpec,
-		"agents":     agentsSpec,
-		"frameworks": frameworksSpec,
-		"roles":      rolesSpec,
-		"explain":    explainSpec,
-		"logs":       logsSpec,
-		"teardown":   teardownSpec,
-		"reserve":    reserveSpec,
-		"unreserve":  unreserveSpec,
-		"volumes":    volumesSpec,
+		"tasks":       tasksSpec,
+		"agents":      agentsSpec,
+		"frameworks":  frameworksSpec,
+		"roles":       rolesSpec,
+		"explain":     explainSpec,
+		"logs":        logsSpec,
+		"teardown":    teardownSpec,
+		"reserve":     reserveSpec,
+		"unreserve":   unreserveSpec,
+		"volumes":     volumesSpec,
+		"maintenance": maintenanceSpec,
 	}
 	out := make(map[string]Command, len(specs))
 	for name, s := range specs {
@@ -111,7 +112,7 @@ func (e *env) run(name string, s spec, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stderr, "mezzo %s: %v\n", name, err)
 		return 2
 	}
-	if len(pos) != s.nargs {
+	if s.nargs >= 0 && len(pos) != s.nargs {
 		fmt.Fprintf(stderr, "mezzo %s: expecting %d argument(s)%s, got %d\n", name, s.nargs, s.usage, len(pos))
 		return 2
 	}
