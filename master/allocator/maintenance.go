@@ -26,6 +26,9 @@ import (
 
 // agentMaint is one agent's maintenance state.
 type agentMaint struct {
+	// agent is the agent this state was set for: an agent removed and
+	// added again under the same ID starts without maintenance.
+	agent          *agent
 	unavailability *mesos.Unavailability
 	// outstanding holds the frameworks with an inverse offer for the agent
 	// that they have not answered.
@@ -63,6 +66,9 @@ func (c *core) updateUnavailability(id string, u *mesos.Unavailability) bool {
 		return false
 	}
 	m := c.maintFor(id)
+	if a := c.agents[id]; m.agent != a {
+		*m = agentMaint{agent: a, outstanding: map[string]bool{}, refused: map[string]time.Time{}}
+	}
 	m.unavailability = proto.Clone(u).(*mesos.Unavailability)
 	m.outstanding = map[string]bool{}
 	return true
@@ -105,7 +111,7 @@ func (c *core) inverseOffers(now time.Time) map[string]map[string]*mesos.Unavail
 	for _, aid := range sortedMaintKeys(c.maint) {
 		m := c.maint[aid]
 		a := c.agents[aid]
-		if a == nil {
+		if a == nil || a != m.agent {
 			delete(c.maint, aid)
 			continue
 		}
