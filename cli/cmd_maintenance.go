@@ -24,7 +24,8 @@ import (
 var maintenanceSpec = spec{
 	summary: "maintenance: show or set the schedule (schedule [FILE]), show machine modes (status), bring machines down or up (down|up MACHINE...)",
 	usage:   " schedule [FILE|-] | status | down MACHINE... | up MACHINE...",
-	nargs:   -1,
+	nargs:   1,
+	maxargs: 1 << 16,
 	run:     runMaintenance,
 }
 

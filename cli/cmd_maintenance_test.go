@@ -70,7 +70,7 @@ func TestMaintenanceCLIErrors(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"maintenance", master}, 2, "expecting a subcommand"},
+		{[]string{"maintenance", master}, 2, "expecting 1 argument(s)"},
 		{[]string{"maintenance", "reboot", master}, 2, "unknown subcommand"},
 		{[]string{"maintenance", "down", master}, 2, "at least one MACHINE"},
 		{[]string{"maintenance", "down", "/", master}, 2, "expecting HOST, IP or HOST/IP"},

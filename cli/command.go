@@ -46,7 +46,10 @@ type spec struct {
 	usage   string // positional arguments, for --help
 	run     func(e *env, c *invocation) error
 	setup   func(fs *flag.FlagSet) any // extra flags; the result is passed in invocation.opts
-	nargs   int                        // exact number of positional arguments; -1: any (run checks)
+	nargs   int                        // exact number of positional arguments
+	// maxargs, when above nargs, allows nargs to maxargs positional
+	// arguments (a command with optional actions, e.g. `agents drain ID`).
+	maxargs int
 }
 
 // invocation is one parsed command line.
@@ -112,7 +115,7 @@ func (e *env) run(name string, s spec, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stderr, "mezzo %s: %v\n", name, err)
 		return 2
 	}
-	if s.nargs >= 0 && len(pos) != s.nargs {
+	if len(pos) != s.nargs && (s.maxargs <= s.nargs || len(pos) < s.nargs || len(pos) > s.maxargs) {
 		fmt.Fprintf(stderr, "mezzo %s: expecting %d argument(s)%s, got %d\n", name, s.nargs, s.usage, len(pos))
 		return 2
 	}

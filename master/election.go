@@ -12,6 +12,7 @@ import (
 	"mezzo/api/maintenancepb"
 	"mezzo/api/mesos"
 	"mezzo/api/quotapb"
+	"mezzo/master/registrar"
 )
 
 // Election is the replicated log's view of leadership as the master needs
@@ -58,6 +59,9 @@ type RecoveredRegistry struct {
 	// under maintenance (DOWN).
 	Schedule *maintenancepb.Schedule
 	Down     []*mesos.MachineID
+	// Drains are the drained and deactivated agents (admitted or
+	// unreachable) by agent ID.
+	Drains map[string]registrar.Drain
 }
 
 // ErrRegistryUnavailable wraps registrar failures that are not about the

@@ -122,5 +122,6 @@ func (a *ReplicatedRegistrar) Recover(ctx context.Context, info *mesos.MasterInf
 	}
 	out.Schedule = cloneSchedule(reg.Schedule())
 	out.Down = reg.DownMachines()
+	out.Drains = reg.Drains()
 	return out, nil
 }

@@ -118,6 +118,9 @@ type AgentView struct {
 	Active       bool // registered, connected and not deactivated
 	Connected    bool
 	Deactivated  bool // deactivated by an operator (maintenance, DEACTIVATE_AGENT)
+	// DrainInfo is the agent's drain (DRAIN_AGENT): DRAINING or DRAINED
+	// and its config; nil if not drained. Shared: do not modify.
+	DrainInfo *mesos.DrainInfo
 
 	RegisteredTime   time.Time
 	ReregisteredTime time.Time // zero if never

@@ -99,6 +99,9 @@ type state struct {
 	// the next may run.
 	removals    []pendingRemoval
 	nextRemoval time.Time
+	// drains is the agents' drain bookkeeping (state_drain.go); nil
+	// until the first drain.
+	drains *drainBook
 	// onDepose answers callers still waiting on this state when it is
 	// deposed.
 	onDepose []func()
@@ -206,6 +209,9 @@ type agent struct {
 	stream      *AgentStream
 	connected   bool
 	deactivated bool
+	// drain is the agent's DrainInfo while an operator drains it
+	// (state_drain.go); replaced, never mutated.
+	drain *mesos.DrainInfo
 
 	registeredTime   time.Time
 	reregisteredTime time.Time

@@ -189,6 +189,7 @@ func (s *state) admitted(st *AgentStream, sub *protocol.AgentCall_Subscribe, err
 	if !a.connected {
 		s.alloc.DeactivateAgent(id)
 	}
+	s.drainAgentJoined(a)
 	if readmit {
 		s.count("master/slave_reregistrations")
 	} else {
@@ -280,6 +281,7 @@ func (s *state) reregister(a *agent, st *AgentStream, sub *protocol.AgentCall_Su
 	if !a.deactivated {
 		s.alloc.ActivateAgent(a.id)
 	}
+	s.drainAgentJoined(a)
 	s.count("master/slave_reregistrations")
 	s.log.Info("agent re-registered", "agent", a.id)
 }
@@ -559,6 +561,7 @@ func (s *state) removeAgent(a *agent, reason string) {
 				return mesos.TaskState_TASK_LOST
 			}, fmt.Sprintf("Agent %s (%s) removed: %s", a.id, a.info.GetHostname(), reason), now, now)
 			s.gone[a.id] = true
+			s.forgetDrain(a.id)
 			s.count("master/slave_removals/reason_unregistered")
 		})
 	})

@@ -133,6 +133,9 @@ func (h *handlers) operator(w http.ResponseWriter, r *http.Request) {
 	if h.maintenanceCall(w, r, call, s, respType) {
 		return
 	}
+	if h.drainCall(w, r, call) {
+		return
+	}
 	if agentID, op, ok := operationCall(call); ok {
 		h.applyOperation(w, r, agentID, op)
 		return

@@ -111,6 +111,7 @@ func agentProto(a *master.AgentView) *masterpb.Response_GetAgents_Agent {
 		AgentInfo:          a.Info,
 		Active:             proto.Bool(a.Active),
 		Deactivated:        proto.Bool(a.Deactivated),
+		DrainInfo:          a.DrainInfo,
 		Version:            proto.String(a.Version),
 		Pid:                proto.String(a.PID),
 		RegisteredTime:     timeInfo(a.RegisteredTime),

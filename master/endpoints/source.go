@@ -56,6 +56,8 @@ type Source interface {
 	ApplyOperation(ctx context.Context, p master.Principal, agentID string, op *mesos.Offer_Operation) error
 	// Maintenance writes (source_maintenance.go).
 	MaintenanceWriter
+	// DrainSource drains, deactivates and reactivates agents (drain.go).
+	DrainSource
 }
 
 // principal is the caller of a request. mezzo has no authentication yet,
