@@ -248,7 +248,11 @@ func TestMaintenanceLifecycle(t *testing.T) {
 	wantState := map[*fakeFramework]mesos.TaskState{pa: mesos.TaskState_TASK_GONE_BY_OPERATOR, plain: mesos.TaskState_TASK_LOST}
 	for f, want := range wantState {
 		ups := f.updates()
-		if len(ups) != 1 || ups[0].GetState() != want {
+		reason := mesos.TaskStatus_REASON_AGENT_REMOVED
+		if want == mesos.TaskState_TASK_GONE_BY_OPERATOR {
+			reason = mesos.TaskStatus_REASON_AGENT_REMOVED_BY_OPERATOR
+		}
+		if len(ups) != 1 || ups[0].GetState() != want || ups[0].GetReason() != reason {
 			t.Fatalf("%s: updates %v, want %v", f.id, ups, want)
 		}
 	}

@@ -484,7 +484,8 @@ func (s *state) unreachableDone(a *agent, reason string, at time.Time, err error
 
 // dropAgent removes a registered agent: its tasks get newState(fw) with
 // REASON_AGENT_REMOVED (Mesos's reason for both unreachable and removed
-// agents), unreachable tasks of partition-aware frameworks are kept aside,
+// agents; REASON_AGENT_REMOVED_BY_OPERATOR with TASK_GONE_BY_OPERATOR, as
+// Mesos), unreachable tasks of partition-aware frameworks are kept aside,
 // the rest completed; its executors, offers and allocator entry go away.
 func (s *state) dropAgent(a *agent, newState func(*framework) mesos.TaskState, msg string, at time.Time, now time.Time) {
 	s.forgetAgentMaintenance(a)
@@ -499,7 +500,11 @@ func (s *state) dropAgent(a *agent, newState func(*framework) mesos.TaskState, m
 			}
 			ns := newState(fw)
 			if !mesos.IsTerminal(t.proto.GetState()) {
-				st := s.masterStatus(t, ns, mesos.TaskStatus_REASON_AGENT_REMOVED, msg, now)
+				reason := mesos.TaskStatus_REASON_AGENT_REMOVED
+				if ns == mesos.TaskState_TASK_GONE_BY_OPERATOR {
+					reason = mesos.TaskStatus_REASON_AGENT_REMOVED_BY_OPERATOR // as Mesos's __removeSlave
+				}
+				st := s.masterStatus(t, ns, reason, msg, now)
 				if ns == mesos.TaskState_TASK_UNREACHABLE {
 					st.UnreachableTime = timeInfo(at)
 				}
