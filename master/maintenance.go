@@ -60,14 +60,19 @@ func machineMatches(m *mesos.MachineID, hostname, ip string) bool {
 }
 
 // ValidateMachineID checks one MachineID as Mesos does: a hostname or an
-// IP, and an IP that parses. field names it in the error.
+// IP, and an IP that parses as IPv4 (Mesos parses it with AF_INET). field
+// names it in the error.
 func ValidateMachineID(m *mesos.MachineID, field string) error {
 	if m.GetHostname() == "" && m.GetIp() == "" {
-		return badRequest("%s: MachineID must have a hostname or IP", field)
+		return badRequest("%s: Both 'hostname' and 'ip' for a machine are empty", field)
 	}
-	if m.Ip != nil {
-		if _, err := netip.ParseAddr(m.GetIp()); err != nil {
+	if m.GetIp() != "" {
+		a, err := netip.ParseAddr(m.GetIp())
+		if err != nil {
 			return badRequest("%s: invalid 'ip' %q: %v", field, m.GetIp(), err)
+		}
+		if !a.Is4() {
+			return badRequest("%s: invalid 'ip' %q: not an IPv4 address", field, m.GetIp())
 		}
 	}
 	return nil
@@ -87,7 +92,7 @@ func ValidateMachines(ids []*mesos.MachineID, field string) error {
 		}
 		k := machineKey(m)
 		if seen[k] {
-			return badRequest("%s[%d]: Machine '%s' appears more than once in the list", field, i, machineString(m))
+			return badRequest("%s[%d]: Machine '%s' appears more than once in the schedule", field, i, machineString(m))
 		}
 		seen[k] = true
 	}

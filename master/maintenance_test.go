@@ -63,7 +63,7 @@ func TestValidateSchedule(t *testing.T) {
 		{"hostname and ip", schedule(window(t0, time.Hour, &mesos.MachineID{Hostname: proto.String("a"), Ip: proto.String("10.0.0.9")})), nil, ""},
 		{"two windows", schedule(window(t0, time.Hour, host("a")), window(t0, time.Hour, host("b"))), nil, ""},
 		{"empty window", schedule(window(t0, time.Hour)), nil, "windows[0]: List of machines in the maintenance window is empty"},
-		{"empty machine", schedule(window(t0, time.Hour, &mesos.MachineID{})), nil, "windows[0].machine_ids[0]: MachineID must have a hostname or IP"},
+		{"empty machine", schedule(window(t0, time.Hour, &mesos.MachineID{})), nil, "windows[0].machine_ids[0]: Both 'hostname' and 'ip' for a machine are empty"},
 		{"bad ip", schedule(window(t0, time.Hour, &mesos.MachineID{Ip: proto.String("10.0.0")})), nil, "invalid 'ip'"},
 		{"twice in a window", schedule(window(t0, time.Hour, host("a"), host("A"))), nil, "appears more than once in the schedule"},
 		{"in two windows", schedule(window(t0, time.Hour, host("a")), window(t0, time.Hour, host("a"))), nil, "windows[1].machine_ids[0]: Machine '{\"hostname\":\"a\"}' appears more than once"},
@@ -96,8 +96,9 @@ func TestValidateMachines(t *testing.T) {
 	}{
 		{"none", nil, "List of machines is empty"},
 		{"one", []*mesos.MachineID{host("a")}, ""},
-		{"duplicate", []*mesos.MachineID{host("a"), host("b"), host("a")}, "m[2]: Machine '{\"hostname\":\"a\"}' appears more than once in the list"},
-		{"empty id", []*mesos.MachineID{{}}, "m[0]: MachineID must have a hostname or IP"},
+		{"duplicate", []*mesos.MachineID{host("a"), host("b"), host("a")}, "m[2]: Machine '{\"hostname\":\"a\"}' appears more than once"},
+		{"empty id", []*mesos.MachineID{{}}, "m[0]: Both 'hostname' and 'ip' for a machine are empty"},
+		{"ipv6", []*mesos.MachineID{{Ip: proto.String("::1")}}, "not an IPv4 address"},
 		{"bad ip", []*mesos.MachineID{{Ip: proto.String("nope")}}, "invalid 'ip'"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
