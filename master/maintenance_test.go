@@ -329,3 +329,57 @@ func TestMaintenanceSurvivesFailover(t *testing.T) {
 		t.Fatal("agent on a recovered DOWN machine registered")
 	}
 }
+
+// Inverse offers live like offers: one the master cannot deliver (agent
+// not scheduled any more) goes back to the allocator at once; a framework
+// that disconnects loses its inverse offers (the allocator is told they
+// are not outstanding); an agent that leaves takes its inverse offers with
+// it (rescinded).
+func TestInverseOfferLifetime(t *testing.T) {
+	h := newHarness(t)
+	h.s.elect(nil, 1, h.now)
+	f := h.subscribe(fwInfo("f"))
+	a := h.addAgent("node1", "cpus:4;mem:4096")
+	sched := schedule(window(h.now.Add(time.Hour), time.Hour, host("node1")))
+	if err := h.runMaint(func(fin func(error)) { h.s.updateSchedule(sched, fin) }); err != nil {
+		t.Fatal(err)
+	}
+	u := sched.Windows[0].Unavailability
+
+	// Stale: the allocator's unavailability differs from the schedule.
+	stale := proto.Clone(u).(*mesos.Unavailability)
+	stale.Duration.Nanoseconds = proto.Int64(1)
+	h.s.inverseAllocated(f.id, map[string]*mesos.Unavailability{a.id: stale}, h.now)
+	h.settle()
+	if evs := f.drain(); len(evs) != 0 || !h.alloc.has("UpdateInverseOffer "+a.id+" "+f.id+" none") {
+		t.Fatalf("stale inverse offer: events %v, allocator %v", eventTypes(evs), h.alloc.calls)
+	}
+
+	// Disconnect: dropped.
+	h.s.inverseAllocated(f.id, map[string]*mesos.Unavailability{a.id: u}, h.now)
+	h.settle()
+	if got := eventTypes(f.drain()); !contains(got, "INVERSE_OFFERS") {
+		t.Fatalf("events %v", got)
+	}
+	h.alloc.calls = nil
+	h.s.disconnectFramework(h.s.frameworks[f.id], h.now)
+	h.settle()
+	if len(h.s.snapshot(h.now).Maintenance.InverseOffers) != 0 || !h.alloc.has("UpdateInverseOffer "+a.id+" "+f.id+" none") {
+		t.Fatalf("inverse offers of a disconnected framework: %v, allocator %v", h.s.snapshot(h.now).Maintenance.InverseOffers, h.alloc.calls)
+	}
+
+	// Agent leaves: rescinded.
+	g := h.subscribe(fwInfo("g"))
+	h.s.inverseAllocated(g.id, map[string]*mesos.Unavailability{a.id: u}, h.now)
+	h.settle()
+	g.drain()
+	if err := a.call(&protocol.AgentCall{Type: protocol.AgentCall_UNREGISTER.Enum()}); err != nil {
+		t.Fatal(err)
+	}
+	if got := eventTypes(g.drain()); !contains(got, "RESCIND_INVERSE_OFFER") {
+		t.Fatalf("events after the agent left: %v", got)
+	}
+	if v := h.s.snapshot(h.now).Maintenance; len(v.InverseOffers) != 0 || len(v.Agents) != 0 {
+		t.Fatalf("view after the agent left: %+v", v)
+	}
+}
