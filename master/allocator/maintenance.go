@@ -45,7 +45,7 @@ func (c *core) maintFor(id string) *agentMaint {
 	}
 	m := c.maint[id]
 	if m == nil {
-		m = &agentMaint{outstanding: map[string]bool{}, refused: map[string]time.Time{}}
+		m = &agentMaint{}
 		c.maint[id] = m
 	}
 	return m
@@ -53,25 +53,25 @@ func (c *core) maintFor(id string) *agentMaint {
 
 // updateUnavailability sets (u != nil) or clears the agent's
 // unavailability. Outstanding inverse offers are forgotten (the master
-// rescinds them); refusal filters stay, as in Mesos, where they belong to
-// the framework.
+// rescinds them) and so are the frameworks' refusals for the agent: as in
+// Mesos, a new unavailability makes every framework reassess.
 func (c *core) updateUnavailability(id string, u *mesos.Unavailability) bool {
 	if u == nil {
-		m := c.maint[id]
-		if m == nil {
-			return false
-		}
-		m.unavailability = nil
-		m.outstanding = map[string]bool{}
+		delete(c.maint, id)
 		return false
 	}
 	m := c.maintFor(id)
-	if a := c.agents[id]; m.agent != a {
-		*m = agentMaint{agent: a, outstanding: map[string]bool{}, refused: map[string]time.Time{}}
-	}
-	m.unavailability = proto.Clone(u).(*mesos.Unavailability)
-	m.outstanding = map[string]bool{}
+	*m = agentMaint{agent: c.agents[id], unavailability: proto.Clone(u).(*mesos.Unavailability),
+		outstanding: map[string]bool{}, refused: map[string]time.Time{}}
 	return true
+}
+
+// clearInverseFilters drops the framework's inverse-offer refusals on
+// every agent, as Mesos does when a framework is deactivated or revives.
+func (c *core) clearInverseFilters(fid string) {
+	for _, m := range c.maint {
+		delete(m.refused, fid)
+	}
 }
 
 // updateInverseOffer records that the framework's inverse offer for the
