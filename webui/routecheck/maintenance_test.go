@@ -116,4 +116,37 @@ process.stdout.write(JSON.stringify(ctx.out));
 		got.Offers[0]["framework"] != "web" || got.Offers[0]["hostname"] != "a1" || got.Offers[0]["start"] != 1.8e9 {
 		t.Fatalf("inverse offers %v", got.Offers)
 	}
+
+	// The page itself renders (in node over testdata/dom.js) from the
+	// same documents: the machine DRAINING for 1h, and the framework's
+	// inverse offer for agent a1.
+	for name, doc := range docs {
+		if err := os.WriteFile(filepath.Join(dir, name+".json"), doc, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err = exec.CommandContext(cctx, nodeBin, filepath.Join("testdata", "render_maintenance.js"), dir).Output()
+	if err != nil {
+		var stderr string
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		t.Fatalf("node: %v\n%s", err, stderr)
+	}
+	var page struct {
+		Page  string
+		Asked []string
+	}
+	if err := json.Unmarshal(out, &page); err != nil {
+		t.Fatalf("node's output %q: %v", out, err)
+	}
+	for _, want := range []string{"Machines", "a1 | DRAINING", "| 1h |", "Inverse offers by framework", "web | a1 |"} {
+		if !strings.Contains(page.Page, want) {
+			t.Errorf("the maintenance page lacks %q:\n%s", want, page.Page)
+		}
+	}
+	if got := strings.Join(page.Asked, ", "); !strings.Contains(got, "POST master/api/v1 GET_FRAMEWORKS") ||
+		!strings.Contains(got, "GET master/maintenance/status") {
+		t.Errorf("the page asked %s", got)
+	}
 }
