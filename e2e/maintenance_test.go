@@ -129,8 +129,7 @@ func TestMaintenanceSurvivesLeaderKill(t *testing.T) {
 		return io
 	}
 	io := inverse()
-	if err := cl.Call(ctx, &schedulerpb.Call{Type: schedulerpb.Call_ACCEPT_INVERSE_OFFERS.Enum(),
-		AcceptInverseOffers: &schedulerpb.Call_AcceptInverseOffers{InverseOfferIds: []*mesos.OfferID{io.GetId()}}}); err != nil {
+	if err := cl.AcceptInverseOffers(ctx, []*mesos.OfferID{io.GetId()}, nil); err != nil {
 		t.Fatal(err)
 	}
 	poll(t, "the accepted inverse offer in GET_MAINTENANCE_STATUS", 30*time.Second, func() bool {
