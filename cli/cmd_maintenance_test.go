@@ -99,4 +99,17 @@ func TestMaintenanceStatusJSON(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &got) != nil || len(got) != 1 || got[0].Machine != "a1" || got[0].Mode != "DRAINING" {
 		t.Fatalf("exit %d out %q err %q", code, out, errs)
 	}
+	// schedule --json prints the Schedule as the master renders it.
+	code, out, errs = run(e, "maintenance", "schedule", "--json", master)
+	if code != 0 || !strings.Contains(out, `"machine_ids":[{"hostname":"a1"}]`) {
+		t.Fatalf("schedule --json: exit %d out %q err %q", code, out, errs)
+	}
+	code, out, errs = run(e, "maintenance", "down", "a1", "--json", master)
+	var down struct {
+		Machines []string `json:"machines"`
+		Mode     string   `json:"mode"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &down) != nil || down.Mode != "DOWN" || len(down.Machines) != 1 || down.Machines[0] != "a1" {
+		t.Fatalf("down --json: exit %d out %q err %q", code, out, errs)
+	}
 }
