@@ -65,16 +65,17 @@ type invocation struct {
 
 func (e *env) commands() map[string]Command {
 	specs := map[string]spec{
-		"tasks":      tasksSpec,
-		"agents":     agentsSpec,
-		"frameworks": frameworksSpec,
-		"roles":      rolesSpec,
-		"explain":    explainSpec,
-		"logs":       logsSpec,
-		"teardown":   teardownSpec,
-		"reserve":    reserveSpec,
-		"unreserve":  unreserveSpec,
-		"volumes":    volumesSpec,
+		"tasks":       tasksSpec,
+		"agents":      agentsSpec,
+		"frameworks":  frameworksSpec,
+		"roles":       rolesSpec,
+		"explain":     explainSpec,
+		"logs":        logsSpec,
+		"teardown":    teardownSpec,
+		"reserve":     reserveSpec,
+		"unreserve":   unreserveSpec,
+		"volumes":     volumesSpec,
+		"maintenance": maintenanceSpec,
 	}
 	out := make(map[string]Command, len(specs))
 	for name, s := range specs {

@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"mezzo/api/maintenancepb"
 	"mezzo/api/mesos"
 	"mezzo/api/quotapb"
 	"mezzo/master/registrar"
@@ -54,6 +55,10 @@ type RecoveredRegistry struct {
 	Weights map[string]float64
 	// Quotas are the recorded quota configurations.
 	Quotas []*quotapb.QuotaConfig
+	// Schedule is the maintenance schedule (nil: none); Down the machines
+	// under maintenance (DOWN).
+	Schedule *maintenancepb.Schedule
+	Down     []*mesos.MachineID
 	// Drains are the drained and deactivated agents (admitted or
 	// unreachable) by agent ID.
 	Drains map[string]registrar.Drain

@@ -48,6 +48,8 @@ type Registrar interface {
 	// UpdateQuota records each config's role's quota; a config with
 	// neither guarantees nor limits removes the role's quota.
 	UpdateQuota(configs []*quotapb.QuotaConfig, done func(error))
+	// Maintenance schedule and DOWN machines (registrar_maintenance.go).
+	MaintenanceRegistrar
 	// DrainRecorder records agents' drain and deactivation (registrar_drain.go).
 	DrainRecorder
 }
@@ -63,6 +65,7 @@ type MemoryRegistrar struct {
 	weights     map[string]float64
 	quotas      map[string]*quotapb.QuotaConfig
 	master      *mesos.MasterInfo
+	maint       memoryMaintenance
 	drains      map[string]registrar.Drain
 }
 
@@ -263,6 +266,7 @@ func (r *MemoryRegistrar) Recover(ctx context.Context, info *mesos.MasterInfo) (
 	for _, role := range sortedKeys(r.quotas) {
 		out.Quotas = append(out.Quotas, proto.Clone(r.quotas[role]).(*quotapb.QuotaConfig))
 	}
+	out.Schedule, out.Down = r.maint.recovered()
 	out.Drains = make(map[string]registrar.Drain, len(r.drains))
 	for id, d := range r.drains {
 		out.Drains[id] = d

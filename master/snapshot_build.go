@@ -48,6 +48,7 @@ func (s *state) snapshot(now time.Time) *Snapshot {
 	for role, w := range s.rolesState().weights {
 		snap.Weights[role] = w
 	}
+	snap.Maintenance = s.maintenanceView()
 	return snap
 }
 

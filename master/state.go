@@ -67,6 +67,9 @@ type state struct {
 	// acknowledgement, by framework ID and operation ID
 	// (operation_feedback.go); nil until the first.
 	operations map[string]map[string]*operationRec
+	// maintenance holds the schedule, DOWN machines and inverse offers
+	// (state_maintenance.go); nil until first needed.
+	maintenance *maintState
 
 	// Leadership (state_leader.go). leader is the leading master (info
 	// when leading), nil if unknown; epoch stamps every agent event.

@@ -80,6 +80,7 @@ func (s *state) elect(rec *RecoveredRegistry, epoch uint64, now time.Time) {
 		r.quotas[c.GetRole()] = c
 		s.alloc.UpdateQuota(c.GetRole(), quotaOf(c))
 	}
+	s.recoverMaintenance(rec)
 	s.pauseAllocation(len(r.quotas) > 0, now)
 	s.count("master/elections")
 	s.log.Info("elected leading master", "epoch", epoch, "expected_agents", len(s.recovered),
