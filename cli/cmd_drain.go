@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -93,7 +94,8 @@ type drainResult struct {
 	Action      string `json:"action"`
 	Deactivated bool   `json:"deactivated"`
 	// State is DRAINING or DRAINED for a drain ("" otherwise, or when
-	// --no-wait returned before the master showed it).
+	// the agent is not registered: unreachable, or not yet back after a
+	// failover).
 	State string `json:"state,omitempty"`
 	// Gone is set when the drained agent was marked gone (--mark-gone).
 	Gone  bool `json:"gone,omitempty"`
@@ -150,11 +152,15 @@ func runAgentAction(e *env, c *invocation) error {
 		return err
 	}
 	if *o.noWait {
+		// The state as the master shows it now: DRAINED already if the
+		// agent had no task; none if it is not registered.
+		if d, ok, err := c.agentDrain(id); err == nil && ok && d.GetDrainInfo() != nil {
+			res.State = d.GetDrainInfo().GetState().String()
+		}
 		if c.json {
-			res.State = "DRAINING"
 			return writeJSON(c.stdout, res)
 		}
-		_, err := fmt.Fprintf(c.stdout, "Agent %s is draining; follow it with `mezzo agents`.\n", id)
+		_, err := fmt.Fprintf(c.stdout, "Agent %s is %s; follow it with `mezzo agents`.\n", id, strings.ToLower(orUnknown(res.State)))
 		return err
 	}
 	return c.followDrain(e, o, &res, registered)

@@ -225,3 +225,16 @@ func TestAgentsActionErrors(t *testing.T) {
 		t.Fatalf("master's 404: exit %d, %q", code, errs)
 	}
 }
+
+func TestAgentsDrainNoWait(t *testing.T) {
+	m := newDrainMaster(t, drainStep{"DRAINING", 3})
+	e, _ := testEnv()
+	code, out, errs := run(e, "agents", "drain", "S1", "--no-wait", "--json", "--master="+m.addr())
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var res map[string]any
+	if err := json.Unmarshal([]byte(out), &res); err != nil || res["state"] != "DRAINING" || res["agent_id"] != "S1" {
+		t.Fatalf("--no-wait --json: %q (%v)", out, err)
+	}
+}
