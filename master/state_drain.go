@@ -167,6 +167,11 @@ func (s *state) runQueuedDrain(id string) {
 // applyDrain makes a durable entry the agent's state.
 func (s *state) applyDrain(id string, d registrar.Drain, now time.Time) {
 	b := s.drainState()
+	if prev := b.recs[id]; draining(d) && !proto.Equal(prev.Info, d.Info) {
+		// A new drain (or a new config): its KILL_TASKs go out again
+		// with the new grace period.
+		delete(b.killed, id)
+	}
 	if d.IsZero() {
 		delete(b.recs, id)
 	} else {
