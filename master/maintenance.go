@@ -14,13 +14,15 @@ import (
 
 // Maintenance: machines and their modes, as Mesos's master keeps them.
 //
-//	      UPDATE_MAINTENANCE_SCHEDULE           START_MAINTENANCE
-//	UP ─────────────────────────────► DRAINING ─────────────────► DOWN
-//	 ▲   (machine in a window)           │  (agents shut down,       │
-//	 │                                   │   registration refused)   │
-//	 └───────────────────────────────────┘◄──────────────────────────┘
-//	      schedule drops it                 STOP_MAINTENANCE (leaves
-//	                                        the schedule)
+//	        schedule names it              START_MAINTENANCE
+//	 UP ─────────────────────► DRAINING ─────────────────────► DOWN
+//	 ▲ ▲                          │                              │
+//	 │ └──── schedule drops it ───┘                              │
+//	 └────────────── STOP_MAINTENANCE (leaves the schedule) ─────┘
+//
+// DRAINING machines' agents keep running; their offers carry the window's
+// unavailability and their frameworks get inverse offers. DOWN machines'
+// agents are shut down and may not register until the machine is UP.
 //
 // A machine is named by hostname and/or IP (MachineID). An agent runs on
 // a machine when every field the MachineID sets matches the agent: its
