@@ -2,6 +2,7 @@ package master
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -368,6 +369,24 @@ func TestDrainRegistrarFailure(t *testing.T) {
 	if len(kills(a.drain())) != 1 {
 		t.Fatal("the task was not killed")
 	}
+}
+
+// A registry that no longer holds the agent (pruned) makes a 404, not a
+// 503 that would read as a storage failure.
+func TestDrainUnknownToRegistry(t *testing.T) {
+	h := newHarness(t)
+	a := h.addAgent("a", "cpus:4;mem:1024")
+	h.s.reg = unknownAgentRegistrar{h.s.reg}
+	_, err := h.drainCall(func(s *state, fin func(error)) { s.deactivateAgent(a.id, fin) })
+	if apiStatus(err) != http.StatusNotFound || !h.s.agents[a.id].active() {
+		t.Fatalf("deactivate of an agent the registry lost = %v (active %v), want 404 and no change", err, h.s.agents[a.id].active())
+	}
+}
+
+type unknownAgentRegistrar struct{ Registrar }
+
+func (unknownAgentRegistrar) UpdateDrain(id string, _ registrar.Drain, done func(error)) {
+	done(fmt.Errorf("update drain of agent %s: %w", id, registrar.ErrUnknownAgent))
 }
 
 type failingRegistrarDrain struct{ Registrar }

@@ -137,6 +137,10 @@ func (s *state) writeDrain(id string, d registrar.Drain, finish func(error)) {
 			case errors.Is(err, ErrAgentGone):
 				s.log.Warn("drain: agent was removed meanwhile", "agent", id)
 				finish(&APIError{Status: http.StatusNotFound, Message: fmt.Sprintf("Agent %s was removed from the cluster", id)})
+			case errors.Is(err, registrar.ErrUnknownAgent):
+				// The registry no longer holds it (pruned while unreachable).
+				s.log.Warn("drain: the registry does not know the agent", "agent", id, "err", err)
+				finish(&APIError{Status: http.StatusNotFound, Message: fmt.Sprintf("Agent %s not found in the registry", id)})
 			case err != nil:
 				s.log.Error("drain: registrar write failed", "agent", id, "err", err)
 				finish(registrarFailed(err))
