@@ -13,6 +13,9 @@ const ROUTES = Object.freeze({
   roles: "master/roles",
   slaves: "master/slaves", // reservations and volumes (the *_full resources)
   explain: "master/allocator/explain",
+  maintenanceSchedule: "master/maintenance/schedule",
+  maintenanceStatus: "master/maintenance/status",
+  operator: "master/api/v1", // v1 operator calls (POST, masterPost)
   redirect: "master/redirect", // a follower sends the browser to the leader
   // agent endpoints, read through the master's proxy (agentURL)
   agentState: "/slave(1)/state",
@@ -66,6 +69,28 @@ async function getJSON(url, what) {
 // masterJSON reads a master endpoint.
 function masterJSON(route, params) {
   return getJSON(route + query(params), "master");
+}
+
+// masterPost makes a v1 operator call (JSON) on the master and returns the
+// decoded response. As getJSON, it does not follow a follower's redirect.
+async function masterPost(route, call) {
+  let resp;
+  try {
+    resp = await fetch(route, {method: "POST", headers: {"Content-Type": "application/json", Accept: "application/json"},
+      body: JSON.stringify(call), cache: "no-store", redirect: "manual"});
+  } catch (e) {
+    throw new Error(`master unreachable (POST /${route}): ${e.message}`);
+  }
+  if (resp.type === "opaqueredirect") {
+    const err = new Error(`POST /${route} ${call.type}: this is ${NOT_LEADER}`);
+    err.notLeader = true;
+    throw err;
+  }
+  if (!resp.ok) {
+    const body = (await resp.text()).trim().slice(0, 300);
+    throw new Error(`POST /${route} ${call.type}: ${resp.status} ${resp.statusText}${body ? ": " + body : ""}`);
+  }
+  return resp.json();
 }
 
 // agentURL is an agent endpoint's URL through the master's proxy.

@@ -14,6 +14,7 @@ const ROUTE_TABLE = [
   [/^\/tasks\/([^/]+)\/([^/]+)$/, taskView, "tasks"],
   [/^\/roles$/, rolesView, "roles"],
   [/^\/reservations$/, reservationsView, "reservations"],
+  [/^\/maintenance$/, maintenanceView, "maintenance"],
   [/^\/task\/([^/]+)\/([^/]+)\/([^/]+)$/, taskSandboxView, "tasks"],
   [/^\/sandbox\/([^/]+)$/, sandboxView, "tasks"],
 ];
