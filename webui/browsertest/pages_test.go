@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 )
@@ -55,6 +56,7 @@ func pagesOf(tb *tab, tk task, fwName string) []page {
 		"#/tasks":        {"tasks", "#/tasks", h1Is("Tasks") + " && " + hasCell(tk.ID), ""},
 		"#/roles":        {"roles", "#/roles", h1Is("Roles") + " && " + hasCell("*"), ""},
 		"#/reservations": {"reservations", "#/reservations", h1Is("Reservations"), ""},
+		"#/maintenance":  {"maintenance", "#/maintenance", h1Is("Maintenance"), ""},
 	}
 	var out []page
 	hrefs := eval[[]string](tb, `[...document.querySelectorAll("#nav a")].map((a) => a.getAttribute("href"))`)
@@ -238,6 +240,19 @@ func TestScreenshots(t *testing.T) {
 	failed := c.awaitTask("fails", "TASK_FAILED")
 	c.awaitTask("web", "TASK_RUNNING")
 	tk := c.awaitTask("batch", "TASK_RUNNING")
+	// A machine (not one of the agents) scheduled for maintenance in an
+	// hour, for the maintenance page.
+	start := time.Now().Add(time.Hour).UnixNano()
+	schedule := fmt.Sprintf(`{"windows": [{"machine_ids": [{"hostname": "rack2-node7", "ip": "10.0.2.7"}],
+		"unavailability": {"start": {"nanoseconds": %d}, "duration": {"nanoseconds": %d}}}]}`, start, int64(4*time.Hour))
+	resp, err := client.Post("http://"+c.leader()+"/master/maintenance/schedule", "application/json", strings.NewReader(schedule))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("POST /master/maintenance/schedule: %s", resp.Status)
+	}
 	tb := newTab(t)
 	tb.open(url(c.masters[0], "#/"))
 	tb.wait("the overview", settled+" && "+h1Is("Cluster"))
