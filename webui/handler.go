@@ -125,7 +125,7 @@ var Routes = []Route{
 	{Path: "master/allocator/explain", Server: "master", Params: []string{"framework_id"}},
 	{Path: "master/maintenance/schedule", Server: "master"},
 	{Path: "master/maintenance/status", Server: "master"},
-	{Path: "master/api/v1", Server: "master"}, // POST: GET_FRAMEWORKS (inverse offers)
+	{Path: "master/api/v1", Server: "master"},   // POST: GET_FRAMEWORKS (inverse offers)
 	{Path: "master/redirect", Server: "master"}, // navigated to by a follower's page, not read
 	{Path: "/slave(1)/state", Server: "agent"},
 	{Path: "/files/browse", Server: "agent", Params: []string{"path"}},
