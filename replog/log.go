@@ -62,7 +62,7 @@ func Open(cfg Config, sm StateMachine) (*Log, error) {
 	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("replog: %w", err)
 	}
-	logger := hclog.New(&hclog.LoggerOptions{Name: "replog", Output: c.LogOutput, Level: hclog.LevelFromString(c.LogLevel)})
+	logger := raftLogger(c)
 
 	l := &Log{cfg: c, logger: logger, closed: make(chan struct{}), watchDone: make(chan struct{})}
 	l.fsm = &fsm{sm: sm, onApplied: l.maybeSnapshot}
