@@ -59,7 +59,12 @@ func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 // returns a non-negative exit code when the caller should stop (help or a
 // bad flag).
 func parseFlags(fs *flag.FlagSet, args []string) int {
-	if err := flagenv.Parse(fs, args, flagenv.OSLookup); err != nil {
+	return parseFlagsWith(fs, args, flagenv.OSLookup)
+}
+
+// parseFlagsWith is parseFlags with the environment given by lookup.
+func parseFlagsWith(fs *flag.FlagSet, args []string, lookup func(string) (string, bool)) int {
+	if err := flagenv.Parse(fs, args, lookup); err != nil {
 		if err == flag.ErrHelp {
 			return 0
 		}
