@@ -3,6 +3,8 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -67,11 +69,44 @@ func TestHealthyStartLogsNoWarning(t *testing.T) {
 		assertNoWarnings(t, "master", m.logs())
 		assertNoWarnings(t, "agent", a.logs())
 	})
+	t.Run("three masters started one by one", func(t *testing.T) {
+		// As three hosts boot: the first campaigns alone, the first two
+		// elect a leader while the third is not up, the third joins.
+		c := &haCluster{t: t, dir: t.TempDir()}
+		for range 3 {
+			c.addrs = append(c.addrs, "127.0.0.1:"+strconv.Itoa(freeMasterPort(t)))
+			c.masters = append(c.masters, nil)
+		}
+		c.startMaster(0)
+		awaitLog(t, c.masters[0].logs, "master listening")
+		c.startMaster(1)
+		leader := c.awaitLeader("")
+		c.startMaster(2)
+		poll(t, "the third master to know the leader", 30*time.Second, func() bool { return knowsLeader(c.addrs[2]) })
+		awaitLog(t, c.masters[leader].logs, "elected leading master")
+		for i, m := range c.masters {
+			assertNoWarnings(t, fmt.Sprintf("master%d", i+1), m.logs())
+		}
+	})
 	t.Run("mezzo local --agents=1", func(t *testing.T) {
 		c := startLocal(t, 1)
 		awaitLog(t, c.logs, "registered with the master")
 		assertNoWarnings(t, "mezzo local", c.logs())
 	})
+}
+
+// knowsLeader reports whether the master at addr names a leader: a
+// follower's /master/redirect answers 307 to it, and so does the leader's
+// (to itself); 503 while none is known.
+func knowsLeader(addr string) bool {
+	client := &http.Client{Timeout: time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Get("http://" + addr + "/master/redirect")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusTemporaryRedirect
 }
 
 // TestLogFormatJSON: with --log_format=json every line on stderr is one

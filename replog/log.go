@@ -35,6 +35,8 @@ type Log struct {
 	fsm    *fsm
 	leader leadership
 	logger hclog.Logger
+	// logState grades Raft's messages (logging.go).
+	logState *logState
 	// hadState: Dir held Raft state when opened (a restart, not a new node).
 	hadState bool
 
@@ -62,9 +64,10 @@ func Open(cfg Config, sm StateMachine) (*Log, error) {
 	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("replog: %w", err)
 	}
-	logger := raftLogger(c)
+	st := newLogState(c)
+	logger := raftLogger(c, st)
 
-	l := &Log{cfg: c, logger: logger, closed: make(chan struct{}), watchDone: make(chan struct{})}
+	l := &Log{cfg: c, logger: logger, logState: st, closed: make(chan struct{}), watchDone: make(chan struct{})}
 	l.fsm = &fsm{sm: sm, onApplied: l.maybeSnapshot}
 
 	// A second master on the same directory would block on the bolt lock;
