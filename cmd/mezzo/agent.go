@@ -224,6 +224,7 @@ func runAgent(args []string, _, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mezzo agent: %v\n", err)
 		return 2
 	}
+	bridgeStdLog(log)
 	f.logging = logging
 	ctx, cancel := signalContext()
 	defer cancel()

@@ -102,6 +102,16 @@ func logger(w io.Writer, level, format string) (*slog.Logger, *loglevel.Control,
 	return slog.New(h), loglevel.New(lv, nil), nil
 }
 
+// bridgeStdLog makes l the process's default logger, so that what
+// libraries print through the standard log package (net/http's server:
+// "http: Accept error: … too many open files") comes in the process's
+// format too, at WARN: nothing in mezzo logs that way, so whatever does is
+// a library reporting a problem.
+func bridgeStdLog(l *slog.Logger) {
+	slog.SetDefault(l)
+	slog.SetLogLoggerLevel(slog.LevelWarn)
+}
+
 // parseWeights parses --weights "role1=2,role2=0.5".
 func parseWeights(s string) (map[string]float64, error) {
 	out := map[string]float64{}

@@ -60,6 +60,7 @@ func runLocal(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mezzo local: %v\n", err)
 		return 2
 	}
+	bridgeStdLog(log)
 	mf.logging, af.logging = logging, logging
 
 	ctx, cancel := signalContext()

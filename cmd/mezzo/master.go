@@ -239,6 +239,7 @@ func runMaster(args []string, _, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mezzo master: %v\n", err)
 		return 2
 	}
+	bridgeStdLog(log)
 	f.logging = logging
 	tuneMasterGC()
 	ctx, cancel := signalContext()
