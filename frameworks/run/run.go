@@ -73,15 +73,15 @@ func Run(ctx context.Context, opts Options) (exitCode int, err error) {
 		select {
 		case <-timeout:
 			r.teardown()
-			return ExitFailed, fmt.Errorf("timed out after %v", opts.Timeout)
+			return ExitFailed, timedOut(opts.Timeout, context.DeadlineExceeded)
 		case <-ctx.Done():
 			r.teardown()
-			return ExitFailed, ctx.Err()
+			return ExitFailed, timedOut(opts.Timeout, ctx.Err())
 		case ev, ok := <-events:
 			if !ok {
 				if err := r.client.Err(); errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 					r.teardown()
-					return ExitFailed, err
+					return ExitFailed, timedOut(opts.Timeout, err)
 				}
 				return ExitUsage, fmt.Errorf("lost the subscription: %w", r.client.Err())
 			}
@@ -90,6 +90,16 @@ func Run(ctx context.Context, opts Options) (exitCode int, err error) {
 			}
 		}
 	}
+}
+
+// timedOut reports err, the reason the run ended, as the run's timeout
+// when it is a deadline: the clock's timer and the context's deadline
+// fire together, and whichever Run sees first, the user set --timeout.
+func timedOut(timeout time.Duration, err error) error {
+	if timeout > 0 && errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("timed out after %v", timeout)
+	}
+	return err
 }
 
 // runner is the framework's state, owned by Run's goroutine.

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"mezzo/api/mesos"
+	"mezzo/internal/timerstat"
 	"mezzo/master/allocator/internal/cputime"
 	"mezzo/resources"
 )
@@ -146,6 +147,16 @@ func (s *Sync) UpdateAllocation(frameworkID, agentID string, from, to resources.
 	s.c.updateAllocation(frameworkID, agentID, from, to)
 }
 
+// UpdateUnavailability implements Allocator, applying the notification at once.
+func (s *Sync) UpdateUnavailability(agentID string, u *mesos.Unavailability) {
+	s.c.updateUnavailability(agentID, u)
+}
+
+// UpdateInverseOffer implements Allocator, applying the notification at once.
+func (s *Sync) UpdateInverseOffer(agentID, frameworkID string, filters *mesos.Filters) {
+	s.c.updateInverseOffer(agentID, frameworkID, filters, s.now())
+}
+
 // SuppressOffers implements Allocator, applying the notification at once.
 func (s *Sync) SuppressOffers(frameworkID string, roles []string) {
 	s.c.suppressOffers(frameworkID, roles)
@@ -167,6 +178,9 @@ func (s *Sync) Explain(frameworkID string) Explanation { return s.c.explain(fram
 
 // Metrics implements Introspector.
 func (s *Sync) Metrics() map[string]float64 { return s.c.metricsMap(0) }
+
+// Timers implements Introspector.
+func (s *Sync) Timers() map[string]timerstat.Stats { return s.c.timers() }
 
 var (
 	_ Allocator    = (*Sync)(nil)

@@ -7,6 +7,7 @@ import (
 	"mezzo/api/masterpb"
 	"mezzo/api/mesos"
 	"mezzo/api/quotapb"
+	"mezzo/internal/timerstat"
 	"mezzo/master"
 	"mezzo/master/allocator"
 )
@@ -36,6 +37,9 @@ type Source interface {
 	// names (allocator/mesos/...), merged into /metrics/snapshot, /metrics
 	// and GET_METRICS; nil if the allocator reports none.
 	AllocatorMetrics() map[string]float64
+	// AllocatorTimers returns the allocator's timers under their Mesos
+	// names for the Prometheus summaries at /metrics; nil if none.
+	AllocatorTimers() map[string]timerstat.Stats
 
 	// Teardown removes a framework as the operator TEARDOWN call does.
 	Teardown(ctx context.Context, p master.Principal, frameworkID string) error
@@ -54,6 +58,10 @@ type Source interface {
 	// resources: nil, or 400 naming the problem, or 409 when the resources
 	// are not available (see master.Master.ApplyOperation).
 	ApplyOperation(ctx context.Context, p master.Principal, agentID string, op *mesos.Offer_Operation) error
+	// Maintenance writes (source_maintenance.go).
+	MaintenanceWriter
+	// DrainSource drains, deactivates and reactivates agents (drain.go).
+	DrainSource
 }
 
 // principal is the caller of a request. mezzo has no authentication yet,

@@ -200,3 +200,6 @@ func (a *httpAgent) next(typ protocol.AgentEvent_Type) *protocol.AgentEvent {
 		}
 	}
 }
+
+func (idleAllocator) UpdateUnavailability(string, *mesos.Unavailability) {}
+func (idleAllocator) UpdateInverseOffer(string, string, *mesos.Filters)  {}
