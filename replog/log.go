@@ -157,6 +157,13 @@ func (l *Log) watchLeadership(notify chan bool) {
 	}
 }
 
+// Quiesce tells the log that its process is stopping: Raft's complaints
+// from then on about peers, elections and its transport (which the stop
+// itself causes, e.g. every master of `mezzo local` closing at once) are
+// logged at DEBUG. Call it when the stop begins, before Close. Safe for
+// concurrent use.
+func (l *Log) Quiesce() { l.logState.closing.Store(true) }
+
 // HadState reports whether Dir held Raft state when the log was opened.
 func (l *Log) HadState() bool { return l.hadState }
 

@@ -40,7 +40,10 @@ type logState struct {
 	single bool // a one-node group: no peer to lose
 	// formed: a leader has been known since this node started (set by
 	// watchLeaderProcess, or by Raft's own "entering leader state").
-	formed  atomic.Bool
+	formed atomic.Bool
+	// closing: the process is stopping (Log.Quiesce); what Raft says about
+	// peers, elections and its transport from then on is the stop's echo.
+	closing atomic.Bool
 	now     func() time.Time
 	started time.Time
 
@@ -122,6 +125,9 @@ func (st *logState) regrade(level hclog.Level, msg string, args []any) hclog.Lev
 		delete(st.reported, p)
 		st.mu.Unlock()
 	}
+	if st.closing.Load() && level >= hclog.Warn && quietWhenClosing(msg, args) {
+		return hclog.Debug
+	}
 	if key, ok := peerFailure[msg]; ok {
 		// A peer that does not answer. Soon after this node started,
 		// from a peer it never reached, that is how a group comes up
@@ -173,6 +179,22 @@ func (st *logState) regrade(level hclog.Level, msg string, args []any) hclog.Lev
 		}
 	}
 	return level
+}
+
+// quietWhenClosing reports whether a message is the echo of this process
+// stopping: peers (in `mezzo local`, in the same process) going away, the
+// quorum with them, elections, the transport closing.
+func quietWhenClosing(msg string, args []any) bool {
+	if _, ok := peerFailure[msg]; ok {
+		return true
+	}
+	switch msg {
+	case "failed to contact quorum of nodes, stepping down",
+		"Election timeout reached, restarting election",
+		"heartbeat timeout reached, starting election":
+		return true
+	}
+	return isShutdown(args)
 }
 
 // argValue returns the value of key among hclog's key/value args.

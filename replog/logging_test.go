@@ -109,3 +109,27 @@ func TestRegradeGroupThatNeverForms(t *testing.T) {
 		t.Errorf("unreachable peer past the grace: %v, want WARN", got)
 	}
 }
+
+// TestRegradeWhileClosing: once the process stops (Quiesce), Raft's
+// complaints about peers, the quorum and elections are DEBUG; other
+// errors keep their level.
+func TestRegradeWhileClosing(t *testing.T) {
+	st := newLogState(Config{Peers: []string{"a:6050", "b:6050", "c:6050"}})
+	st.markFormed()
+	st.closing.Store(true)
+	for _, tc := range []struct {
+		level hclog.Level
+		msg   string
+		args  []any
+		want  hclog.Level
+	}{
+		{hclog.Error, "failed to heartbeat to", []any{"peer", raft.ServerAddress("b:6050"), "error", errors.New("EOF")}, hclog.Debug},
+		{hclog.Warn, "failed to contact quorum of nodes, stepping down", nil, hclog.Debug},
+		{hclog.Error, "failed to decode incoming command", []any{"error", raft.ErrTransportShutdown}, hclog.Debug},
+		{hclog.Error, "failed to commit logs", []any{"error", errors.New("disk full")}, hclog.Error},
+	} {
+		if got := st.regrade(tc.level, tc.msg, tc.args); got != tc.want {
+			t.Errorf("%s while closing: %v, want %v", tc.msg, got, tc.want)
+		}
+	}
+}

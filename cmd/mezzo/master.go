@@ -216,6 +216,10 @@ func startMaster(ctx context.Context, f *masterFlags, fs *flag.FlagSet, ln net.L
 		opts.ExtraMetrics = reg.reg.Metrics
 		opts.ExtraTimers = reg.reg.Timers
 	}
+	if reg != nil {
+		// Peers stopping with this process are not news (see Quiesce).
+		context.AfterFunc(ctx, reg.log.Quiesce)
+	}
 	srv := newServer(httpapi.New(m, opts))
 	r := &runningMaster{m: m, srv: srv, ln: ln, reg: reg, done: make(chan error, 1), fatal: fatal}
 	go func() {
