@@ -27,8 +27,18 @@ func TestDrainedAgentRenders(t *testing.T) {
 	if err := m.DrainAgent(context.Background(), master.Principal{}, id, &grace, false); err != nil {
 		t.Fatal(err)
 	}
+	// DRAIN_AGENT returns once the drain is recorded; the agent turns
+	// DRAINED when the master sees it has nothing left to run, a moment
+	// later: wait for that (with a deadline) before rendering.
+	state := get(t, mux, "/master/state")
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(string(state), `"DRAINED"`); state = get(t, mux, "/master/state") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the agent is not DRAINED after 30s: %s", state)
+		}
+		time.Sleep(10 * time.Millisecond) // polling interval, bounded by the deadline
+	}
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "state.json"), get(t, mux, "/master/state"), 0o644)
+	os.WriteFile(filepath.Join(dir, "state.json"), state, 0o644)
 	os.WriteFile(filepath.Join(dir, "slaves.json"), get(t, mux, "/master/slaves"), 0o644)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
