@@ -56,6 +56,7 @@ func Register(mux *http.ServeMux, src Source, opts Options) {
 	both("/roles", h.leaderOnly(h.roles))
 	both("/flags", h.flags)
 	both("/teardown", h.teardown)
+	both("/kill-task", h.leaderOnly(h.killTask))
 	both("/reserve", h.classic(classicReserve))
 	both("/unreserve", h.classic(classicUnreserve))
 	both("/create-volumes", h.classic(classicCreateVolumes))
