@@ -57,8 +57,14 @@ func (c *client) do(method, path string, body []byte, contentType string, v any)
 		}
 		return nil
 	}
-	return errors.New(strings.Join(errs, "; "))
+	return unreachableError{errors.New(strings.Join(errs, "; "))}
 }
+
+// unreachableError is no master answering (or none knowing a leader):
+// commands exit with ExitUnreachable.
+type unreachableError struct{ error }
+
+func (e unreachableError) Unwrap() error { return e.error }
 
 // getAgentJSON GETs path from an agent. who names the agent in errors.
 func (c *client) getAgentJSON(addr, who, path string, v any) error {
