@@ -94,3 +94,20 @@ func TestKill(t *testing.T) {
 		t.Errorf("master got kills %q", m.kills)
 	}
 }
+
+// TestExplainNoAgentFits: issue 16's trap — explain said FILTERED (and the
+// UI "offers possible") for a task no agent could ever hold.
+func TestExplainNoAgentFits(t *testing.T) {
+	m := newFakeMaster(t)
+	e, _ := testEnv()
+	code, out, errs := run(e, "explain", "m1-0009", "--master="+m.addr())
+	want := `Framework m1-0009 is active (connected). It was last offered resources 10s ago (2023-11-14T22:15:50Z).
+
+Role "*": what it waits for fits no agent (NO_AGENT_FITS)
+  The framework declined offers holding everything of every agent it may use (2 of 2): what it waits for fits no agent of the cluster, whose largest totals are cpus:2;mem:1024; add a larger agent or ask for less (a framework with nothing to launch should SUPPRESS).
+  Active agents: 2 eligible.
+`
+	if code != 0 || out != want {
+		t.Errorf("exit %d %s\n%s\nwant\n%s", code, errs, out, want)
+	}
+}

@@ -154,6 +154,8 @@ func (f *fakeMaster) serve(w http.ResponseWriter, r *http.Request) {
 		switch q.Get("framework_id") {
 		case "m1-0000":
 			out = json.RawMessage(goldenExplain)
+		case "m1-0009":
+			out = json.RawMessage(noAgentFitsExplain)
 		default:
 			http.Error(w, "No framework found with specified ID", http.StatusNotFound)
 			return
@@ -240,6 +242,11 @@ const goldenExplain = `{"framework_id": "m1-0000", "active": true, "last_offer":
  "roles": [{"role": "web", "reason": "FILTERED",
   "message": "the framework declined these resources with a filter (refuse_seconds) that has not expired; REVIVE clears it (1 of 1 active agents)",
   "agents": {"eligible": 0, "nothing_free": 0, "over_quota_limit": 0, "below_min_allocatable": 0, "gpu_agent": 0, "filtered": 1}}]}`
+
+const noAgentFitsExplain = `{"framework_id": "m1-0009", "active": true, "last_offer": 1700000150.0,
+ "roles": [{"role": "*", "reason": "NO_AGENT_FITS",
+  "message": "the framework declined offers holding everything of every agent it may use (2 of 2): what it waits for fits no agent of the cluster, whose largest totals are cpus:2;mem:1024; add a larger agent or ask for less (a framework with nothing to launch should SUPPRESS)",
+  "agents": {"eligible": 2, "nothing_free": 0, "over_quota_limit": 0, "below_min_allocatable": 0, "gpu_agent": 0, "filtered": 0}}]}`
 
 // fakeAgent serves an agent's /slave(1)/state and /files/read over
 // in-memory files, with /files/read's offset and length rules (offset -1

@@ -480,6 +480,15 @@ func (c *core) recoverResources(fid, aid string, res resources.Resources, filter
 			q = c.names.vecOf(g.res)
 		}
 		addFilter(n, a, q, now.Add(d))
+		if c.totalFor(a, g.role).leq(q) {
+			if f.declinedWhole == nil {
+				f.declinedWhole = map[string]map[string]qv{}
+			}
+			if f.declinedWhole[g.role] == nil {
+				f.declinedWhole[g.role] = map[string]qv{}
+			}
+			f.declinedWhole[g.role][a.id] = q.clone()
+		}
 	}
 	for _, g := range gotRev {
 		if r := c.roles[g.role]; r != nil && f.roleSet[g.role] {
@@ -516,6 +525,7 @@ func (c *core) reviveOffers(fid string, roles []string) bool {
 	}
 	for _, rn := range rolesOrAll(f, roles) {
 		delete(f.suppressed, rn)
+		delete(f.declinedWhole, rn)
 		clearFilters(f, rn)
 	}
 	refreshOfferable(f)

@@ -23,6 +23,10 @@ const (
 	ReasonBelowMinAllocatable Reason = "BELOW_MIN_ALLOCATABLE"
 	ReasonGPUAgentsOnly       Reason = "GPU_AGENTS_ONLY"
 	ReasonFiltered            Reason = "FILTERED"
+	// ReasonNoAgentFits: the framework declined offers holding the whole
+	// of every agent it may use, so what it waits for fits none of them;
+	// only a larger agent (or a smaller demand) changes that.
+	ReasonNoAgentFits Reason = "NO_AGENT_FITS"
 	ReasonEligible            Reason = "ELIGIBLE"
 )
 
@@ -145,6 +149,8 @@ func (c *core) explainRole(f *framework, rn string, qr *quotaRun, now time.Time,
 	case active == 0:
 		re.Reason, re.Message = ReasonNoAgents, "no active agents"
 		return
+	case c.noAgentFits(f, rn, re):
+		return
 	case cnt.Eligible > 0:
 		re.Reason = ReasonEligible
 		re.Message = fmt.Sprintf("%d agent(s) can be offered to this framework; it is offered them when its role and it come first in fair-share order", cnt.Eligible)
@@ -158,4 +164,48 @@ func (c *core) explainRole(f *framework, rn string, qr *quotaRun, now time.Time,
 	}
 	re.Reason = cands[0].r
 	re.Message = fmt.Sprintf("%s (%d of %d active agents)", cands[0].msg, cands[0].count, active)
+}
+
+// totalFor is everything agent a could ever offer role rn: its unreserved
+// resources and those reserved to rn (or above it).
+func (c *core) totalFor(a *agent, rn string) qv {
+	if !a.reserved {
+		return a.totalQ
+	}
+	return c.names.vecOf(a.total.AllocatableTo(rn))
+}
+
+// noAgentFits fills re and reports true when the framework declined, for
+// role rn, offers holding the whole of every active agent it may use: then
+// nothing it waits for fits any agent of the cluster, whatever the filters
+// say now (a filter expires, the answer does not). Filters alone cannot
+// tell this: FILTERED or ELIGIBLE alternate as 5-second filters come and
+// go, while the task waits forever.
+func (c *core) noAgentFits(f *framework, rn string, re *RoleExplanation) bool {
+	declined := f.declinedWhole[rn]
+	if len(declined) == 0 {
+		return false
+	}
+	var largest qv
+	usable := 0
+	for _, a := range c.agentList {
+		if !a.active || (a.gpu && !f.gpu) {
+			continue
+		}
+		usable++
+		total := c.totalFor(a, rn)
+		q, ok := declined[a.id]
+		if !ok || !total.leq(q) {
+			return false // this agent was never declined whole, or grew since
+		}
+		largest = largest.max(total)
+	}
+	if usable == 0 {
+		return false
+	}
+	re.Reason = ReasonNoAgentFits
+	re.Message = fmt.Sprintf("the framework declined offers holding everything of every agent it may use (%d of %d): "+
+		"what it waits for fits no agent of the cluster, whose largest totals are %s; add a larger agent or ask for less "+
+		"(a framework with nothing to launch should SUPPRESS)", usable, usable, c.names.format(largest))
+	return true
 }
