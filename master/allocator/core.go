@@ -170,15 +170,15 @@ type framework struct {
 	revNodes map[string]*drfNode // and in each role's revocable sorter
 	nalloc   int                 // allocation entries it holds on agents
 
-	lastOffer  time.Time // last time it was offered anything (explanations)
+	lastOffer time.Time // last time it was offered anything (explanations)
 	// declinedWhole records, by role and agent ID, declines of an offer
 	// holding everything the agent could ever offer the role: proof that
 	// what the framework waits for fits no such agent (explanations). A
 	// REVIVE of the role forgets them (its demand may have changed).
 	declinedWhole map[string]map[string]qv
-	offeredRun uint64    // the run that last offered it anything
-	runOffers  int       // offers in that run
-	runSlot    int       // its index among the frameworks offered to in that run
+	offeredRun    uint64 // the run that last offered it anything
+	runOffers     int    // offers in that run
+	runSlot       int    // its index among the frameworks offered to in that run
 }
 
 // role is one role that has frameworks, allocations or quota.

@@ -27,7 +27,7 @@ const (
 	// of every agent it may use, so what it waits for fits none of them;
 	// only a larger agent (or a smaller demand) changes that.
 	ReasonNoAgentFits Reason = "NO_AGENT_FITS"
-	ReasonEligible            Reason = "ELIGIBLE"
+	ReasonEligible    Reason = "ELIGIBLE"
 )
 
 // AgentCounts classifies the active agents for one framework and role by
