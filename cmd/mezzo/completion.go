@@ -15,8 +15,12 @@ import (
 // kill and describe, and framework IDs for explain and teardown (asking
 // the master given by --master on the line, or MESOS_MASTER).
 func runCompletion(args []string, stdout, stderr io.Writer) int {
-	if len(args) != 1 || (args[0] != "bash" && args[0] != "zsh") {
+	help := len(args) == 1 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help")
+	if help || len(args) != 1 || (args[0] != "bash" && args[0] != "zsh") {
 		fmt.Fprintln(stderr, "usage: mezzo completion bash|zsh\n\nPrints a completion script: add `source <(mezzo completion bash)` to ~/.bashrc,\nor `source <(mezzo completion zsh)` to ~/.zshrc.")
+		if help {
+			return 0
+		}
 		return 2
 	}
 	script := bashCompletion()
