@@ -322,8 +322,14 @@ func (r *runner) update(ctx context.Context, s *mesos.TaskStatus) (int, bool, er
 	if ours {
 		fmt.Fprintln(r.opts.Out, StatusLine(s))
 		r.started = true
-		if st := s.GetState(); st == mesos.TaskState_TASK_STARTING || st == mesos.TaskState_TASK_RUNNING {
-			r.startOutput(ctx)
+		switch s.GetState() {
+		case mesos.TaskState_TASK_STARTING, mesos.TaskState_TASK_RUNNING,
+			// Ended before reporting it ran (a failed fetch, a command
+			// that could not start): its sandbox may still say why.
+			mesos.TaskState_TASK_FAILED, mesos.TaskState_TASK_FINISHED, mesos.TaskState_TASK_KILLED:
+			if r.agentID != nil {
+				r.startOutput(ctx)
+			}
 		}
 		if r.state == launchUncertain {
 			r.state = launched // the master knows the task
