@@ -104,7 +104,7 @@ func TestExplainNoAgentFits(t *testing.T) {
 	want := `Framework m1-0009 is active (connected). It was last offered resources 10s ago (2023-11-14T22:15:50Z).
 
 Role "*": what it waits for fits no agent (NO_AGENT_FITS)
-  The framework declined offers holding everything of every agent it may use (2 of 2): what it waits for fits no agent of the cluster, whose largest totals are cpus:2;mem:1024; add a larger agent or ask for less (a framework with nothing to launch should SUPPRESS).
+  The framework declined offers holding everything of agents at least as large as each of the 2 it may use: if it waits for resources, what it needs fits no agent of the cluster, whose largest totals are cpus:2;mem:1024; add a larger agent or ask for less (a framework with nothing to launch should SUPPRESS).
   Active agents: 2 eligible.
 `
 	if code != 0 || out != want {

@@ -170,15 +170,17 @@ type framework struct {
 	revNodes map[string]*drfNode // and in each role's revocable sorter
 	nalloc   int                 // allocation entries it holds on agents
 
-	lastOffer time.Time // last time it was offered anything (explanations)
-	// declinedWhole records, by role and agent ID, declines of an offer
-	// holding everything the agent could ever offer the role: proof that
-	// what the framework waits for fits no such agent (explanations). A
-	// REVIVE of the role forgets them (its demand may have changed).
-	declinedWhole map[string]map[string]qv
-	offeredRun    uint64 // the run that last offered it anything
-	runOffers     int    // offers in that run
-	runSlot       int    // its index among the frameworks offered to in that run
+	lastOffer  time.Time // last time it was offered anything (explanations)
+	offeredRun uint64    // the run that last offered it anything
+	runOffers  int       // offers in that run
+	runSlot    int       // its index among the frameworks offered to in that run
+
+	// declinedWhole holds, by role, the quantities of declined offers that
+	// held everything their agent could ever offer the role (at most
+	// maxDeclinedWhole, none below another): what the framework waits for
+	// fits no agent whose total is below one of them (explanations). A
+	// REVIVE of the role forgets them: its demand may have changed.
+	declinedWhole map[string][]qv
 }
 
 // role is one role that has frameworks, allocations or quota.

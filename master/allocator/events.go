@@ -481,13 +481,7 @@ func (c *core) recoverResources(fid, aid string, res resources.Resources, filter
 		}
 		addFilter(n, a, q, now.Add(d))
 		if c.totalFor(a, g.role).leq(q) {
-			if f.declinedWhole == nil {
-				f.declinedWhole = map[string]map[string]qv{}
-			}
-			if f.declinedWhole[g.role] == nil {
-				f.declinedWhole[g.role] = map[string]qv{}
-			}
-			f.declinedWhole[g.role][a.id] = q.clone()
+			f.noteDeclinedWhole(g.role, q)
 		}
 	}
 	for _, g := range gotRev {

@@ -175,12 +175,44 @@ func (c *core) totalFor(a *agent, rn string) qv {
 	return c.names.vecOf(a.total.AllocatableTo(rn))
 }
 
-// noAgentFits fills re and reports true when the framework declined, for
-// role rn, offers holding the whole of every active agent it may use: then
-// nothing it waits for fits any agent of the cluster, whatever the filters
-// say now (a filter expires, the answer does not). Filters alone cannot
-// tell this: FILTERED or ELIGIBLE alternate as 5-second filters come and
-// go, while the task waits forever.
+// maxDeclinedWhole bounds a framework's declinedWhole per role: a
+// cluster has few agent shapes, and the bound keeps memory flat however
+// many agents a framework declines.
+const maxDeclinedWhole = 8
+
+// noteDeclinedWhole records that the framework declined q for role rn, q
+// being everything its agent could offer the role. Only maximal entries
+// are kept: one below another says nothing more.
+func (f *framework) noteDeclinedWhole(rn string, q qv) {
+	list := f.declinedWhole[rn]
+	for _, e := range list {
+		if q.leq(e) {
+			return
+		}
+	}
+	kept := list[:0]
+	for _, e := range list {
+		if !e.leq(q) {
+			kept = append(kept, e)
+		}
+	}
+	if len(kept) == maxDeclinedWhole {
+		kept = append(kept[:0], kept[1:]...) // the oldest goes
+	}
+	if f.declinedWhole == nil {
+		f.declinedWhole = map[string][]qv{}
+	}
+	f.declinedWhole[rn] = append(kept, q.clone())
+}
+
+// noAgentFits fills re and reports true when every active agent the
+// framework may use for role rn has a total no larger than an offer of a
+// whole agent it declined: then what it waits for fits no agent of the
+// cluster, whatever the filters say now (a filter expires, the answer
+// does not). Filters alone cannot tell this: FILTERED and ELIGIBLE
+// alternate as 5-second filters come and go while the task waits forever.
+// It reasons on quantities only: a framework that declines agents for
+// their attributes is told the same, which the message allows for.
 func (c *core) noAgentFits(f *framework, rn string, re *RoleExplanation) bool {
 	declined := f.declinedWhole[rn]
 	if len(declined) == 0 {
@@ -194,9 +226,15 @@ func (c *core) noAgentFits(f *framework, rn string, re *RoleExplanation) bool {
 		}
 		usable++
 		total := c.totalFor(a, rn)
-		q, ok := declined[a.id]
-		if !ok || !total.leq(q) {
-			return false // this agent was never declined whole, or grew since
+		covered := false
+		for _, e := range declined {
+			if total.leq(e) {
+				covered = true
+				break
+			}
+		}
+		if !covered {
+			return false // a larger (or other-shaped) agent may fit it
 		}
 		largest = largest.max(total)
 	}
@@ -204,8 +242,8 @@ func (c *core) noAgentFits(f *framework, rn string, re *RoleExplanation) bool {
 		return false
 	}
 	re.Reason = ReasonNoAgentFits
-	re.Message = fmt.Sprintf("the framework declined offers holding everything of every agent it may use (%d of %d): "+
-		"what it waits for fits no agent of the cluster, whose largest totals are %s; add a larger agent or ask for less "+
-		"(a framework with nothing to launch should SUPPRESS)", usable, usable, c.names.format(largest))
+	re.Message = fmt.Sprintf("the framework declined offers holding everything of agents at least as large as each of the %d it may use: "+
+		"if it waits for resources, what it needs fits no agent of the cluster, whose largest totals are %s; add a larger agent or ask for less "+
+		"(a framework with nothing to launch should SUPPRESS)", usable, c.names.format(largest))
 	return true
 }
