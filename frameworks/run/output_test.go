@@ -174,3 +174,33 @@ func TestRunSaysWhyItWaits(t *testing.T) {
 	default:
 	}
 }
+
+// When an agent could hold the task in total, run says what the
+// allocator says keeps it from being offered.
+func TestRunWaitingQuotesTheAllocator(t *testing.T) {
+	m := schedulertest.NewMaster(t)
+	m.Mux.HandleFunc("/master/slaves", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"slaves":[{"id":"S0","hostname":"h0","resources":{"cpus":8,"mem":8192}}]}`)
+	})
+	m.Mux.HandleFunc("/master/allocator/explain", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("framework_id") != m.FrameworkID() {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprint(w, `{"roles":[{"role":"*","reason":"OVER_QUOTA_LIMIT","message":"the role has reached its quota limit (1 of 1 active agents)"}]}`)
+	})
+	clk := clock.NewFake(time.Unix(0, 0))
+	log := &syncBuffer{}
+	start(t, m, run.Options{Command: []string{"true"}, Resources: "cpus:5;mem:32", Clock: clk, Log: log})
+	m.WaitSubscriptions(t, 1, wait)
+	const want = "agent h0 has cpus:5;mem:32 in total; waiting for that much to be free"
+	const says = "the allocator says OVER_QUOTA_LIMIT: the role has reached its quota limit"
+	if !schedulertest.Eventually(wait, func() bool {
+		if clk.Pending() > 0 {
+			clk.Advance(time.Second)
+		}
+		return strings.Contains(log.String(), want) && strings.Contains(log.String(), says)
+	}) {
+		t.Fatalf("log %q lacks %q and %q", log.String(), want, says)
+	}
+}

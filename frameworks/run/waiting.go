@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -83,19 +84,19 @@ func quantities(q map[string]float64, names []string) string {
 
 func num(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 
-// agentTotals reads /master/slaves from the first master that answers
-// (redirects lead to the leader).
-func agentTotals(ctx context.Context, hc *http.Client, masters []string) ([]AgentTotal, error) {
+// masterJSON GETs path from the first master that answers (redirects
+// lead to the leader) and decodes the JSON body into v.
+func masterJSON(ctx context.Context, hc *http.Client, masters []string, path string, v any) error {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
 	var lastErr error
 	for _, m := range masters {
 		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+m+"/master/slaves", nil)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+m+path, nil)
 		if err != nil {
 			cancel()
-			return nil, err
+			return err
 		}
 		resp, err := hc.Do(req)
 		if err != nil {
@@ -107,32 +108,55 @@ func agentTotals(ctx context.Context, hc *http.Client, masters []string) ([]Agen
 		resp.Body.Close()
 		cancel()
 		if err != nil || resp.StatusCode != http.StatusOK {
-			lastErr = fmt.Errorf("GET /master/slaves on %s: %s", m, resp.Status)
+			lastErr = fmt.Errorf("GET %s on %s: %s", path, m, resp.Status)
 			continue
 		}
-		var doc struct {
-			Slaves []struct {
-				ID        string         `json:"id"`
-				Hostname  string         `json:"hostname"`
-				Resources map[string]any `json:"resources"`
-			} `json:"slaves"`
+		if err := json.Unmarshal(body, v); err != nil {
+			return fmt.Errorf("GET %s on %s: %v", path, m, err)
 		}
-		if err := json.Unmarshal(body, &doc); err != nil {
-			return nil, fmt.Errorf("GET /master/slaves on %s: %v", m, err)
-		}
-		out := make([]AgentTotal, 0, len(doc.Slaves))
-		for _, s := range doc.Slaves {
-			a := AgentTotal{ID: s.ID, Hostname: s.Hostname, Total: map[string]float64{}}
-			for k, v := range s.Resources {
-				if f, ok := v.(float64); ok {
-					a.Total[k] = f
-				}
-			}
-			out = append(out, a)
-		}
-		return out, nil
+		return nil
 	}
-	return nil, lastErr
+	return lastErr
+}
+
+// agentTotals reads every agent's total resources from /master/slaves.
+func agentTotals(ctx context.Context, hc *http.Client, masters []string) ([]AgentTotal, error) {
+	var doc struct {
+		Slaves []struct {
+			ID        string         `json:"id"`
+			Hostname  string         `json:"hostname"`
+			Resources map[string]any `json:"resources"`
+		} `json:"slaves"`
+	}
+	if err := masterJSON(ctx, hc, masters, "/master/slaves", &doc); err != nil {
+		return nil, err
+	}
+	out := make([]AgentTotal, 0, len(doc.Slaves))
+	for _, s := range doc.Slaves {
+		a := AgentTotal{ID: s.ID, Hostname: s.Hostname, Total: map[string]float64{}}
+		for k, v := range s.Resources {
+			if f, ok := v.(float64); ok {
+				a.Total[k] = f
+			}
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// allocatorSays is the allocator's verdict on the framework's first role
+// from /master/allocator/explain ("" when it cannot tell).
+func allocatorSays(ctx context.Context, hc *http.Client, masters []string, frameworkID string) string {
+	var ex struct {
+		Roles []struct {
+			Reason  string `json:"reason"`
+			Message string `json:"message"`
+		} `json:"roles"`
+	}
+	if frameworkID == "" || masterJSON(ctx, hc, masters, "/master/allocator/explain?framework_id="+url.QueryEscape(frameworkID), &ex) != nil || len(ex.Roles) == 0 {
+		return ""
+	}
+	return ex.Roles[0].Reason + ": " + ex.Roles[0].Message
 }
 
 // noteWaiting prints why the task still waits, when that changed.
@@ -143,6 +167,12 @@ func (r *runner) noteWaiting(ctx context.Context) {
 		why = fmt.Sprintf("cannot read the agents' resources: %v", err)
 	} else {
 		why = WhyWaiting(r.need[0].Scalars(), agents)
+		if strings.HasPrefix(why, "agent ") {
+			// The totals would hold it: the allocator knows what keeps it.
+			if says := allocatorSays(ctx, r.opts.HTTPClient, r.opts.Masters, r.client.FrameworkID().GetValue()); says != "" {
+				why += "; the allocator says " + says
+			}
+		}
 	}
 	if why == r.lastWhy {
 		return
