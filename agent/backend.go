@@ -298,6 +298,7 @@ func (a *Agent) flags() map[string]string {
 		"docker_remove_delay":             fmtDur(orDefaultDur(c.Docker.RemoveDelay, 6*time.Hour)),
 		"docker_kill_orphans":             strconv.FormatBool(!c.Docker.KeepOrphans),
 		"sandbox_directory":               orDefault(c.Docker.SandboxDirectory, "/mnt/mesos/sandbox"),
+		"docker_config":                   dockerConfigFlag(c.Docker),
 	}
 }
 
@@ -386,6 +387,16 @@ func (a *Agent) metricsSnapshot() map[string]float64 {
 		m["slave/"+name+"_revocable_percent"] = percent(usedRev[name], rtotal)
 	}
 	return m
+}
+
+// dockerConfigFlag is --docker_config as /flags shows it: a path as
+// given, inline JSON only by its registries (never the credentials).
+func dockerConfigFlag(d DockerConfig) string {
+	v := strings.TrimSpace(d.Config)
+	if v == "" || !strings.HasPrefix(v, "{") {
+		return v
+	}
+	return "(inline JSON with credentials for: " + strings.Join(d.registryAuth.Registries(), ", ") + ")"
 }
 
 func orDefault(v, def string) string {

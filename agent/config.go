@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"mezzo/agent/containerizer"
+	"mezzo/agent/containerizer/docker"
 	"mezzo/agent/fetcher"
 	"mezzo/internal/clock"
 )
@@ -51,6 +52,12 @@ type DockerConfig struct {
 	// SandboxDirectory is --sandbox_directory: where the sandbox is mounted
 	// in containers; default /mnt/mesos/sandbox.
 	SandboxDirectory string
+	// Config is --docker_config: registry credentials for image pulls, as
+	// an absolute path to a docker config file (~/.docker/config.json or
+	// ~/.dockercfg) or that file's JSON; read once, by validate.
+	Config string
+
+	registryAuth *docker.RegistryAuth // Config, parsed
 }
 
 // Config configures an Agent. The zero value of an optional field selects
@@ -259,6 +266,11 @@ func (c *Config) validate() error {
 	if d := c.Docker.SandboxDirectory; d != "" && !strings.HasPrefix(d, "/") {
 		return fmt.Errorf("agent config: 'sandbox_directory' %q is not an absolute path", d)
 	}
+	ra, err := docker.LoadRegistryAuth(c.Docker.Config)
+	if err != nil {
+		return fmt.Errorf("agent config: %w", err)
+	}
+	c.Docker.registryAuth = ra
 	switch c.Recover {
 	case "":
 		c.Recover = RecoverReconnect

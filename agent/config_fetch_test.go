@@ -58,6 +58,23 @@ func TestConfigFetcherAndDockerDefaults(t *testing.T) {
 	if err := bad.validate(); err == nil {
 		t.Error("duplicate containerizers accepted")
 	}
+	bad = c
+	bad.Docker.Config = `{"auths": {"r.io": {}}}`
+	if err := bad.validate(); err == nil || !strings.Contains(err.Error(), "agent config: 'docker_config': auths[\"r.io\"]: no credentials") {
+		t.Errorf("docker_config without credentials: %v", err)
+	}
+	good := c
+	good.Docker.Config = `{"auths": {"r.io": {"username": "u", "password": "hunter2"}}}`
+	if err := good.validate(); err != nil {
+		t.Fatal(err)
+	}
+	if got := dockerConfigFlag(good.Docker); got != "(inline JSON with credentials for: r.io)" {
+		t.Errorf("/flags docker_config %q", got)
+	}
+	good.Docker.Config = "/etc/mezzo/docker.json"
+	if got := dockerConfigFlag(good.Docker); got != "/etc/mezzo/docker.json" {
+		t.Errorf("/flags docker_config %q", got)
+	}
 }
 
 // A URI with cache=true is fetched through the cache in

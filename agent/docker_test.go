@@ -1,14 +1,18 @@
 package agent
 
 import (
+	"encoding/base64"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -344,5 +348,97 @@ func TestDockerTaskKilledByHealthCheck(t *testing.T) {
 	killed := waitUpdate(t, m, sub, "sick", mesos.TaskState_TASK_KILLED)
 	if killed.Healthy == nil || killed.GetHealthy() {
 		t.Errorf("TASK_KILLED after failed health checks has healthy=%v, want false", killed.Healthy)
+	}
+}
+
+// fakeRegistry is a Docker registry that knows no images and demands
+// HTTP Basic credentials user:pass; it records the Authorization headers
+// the engine sent.
+type fakeRegistry struct {
+	user, pass string
+	mu         sync.Mutex
+	seen       []string // "user:pass" of each request with Basic credentials
+}
+
+func (f *fakeRegistry) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Docker-Distribution-Api-Version", "registry/2.0")
+	user, pass, ok := r.BasicAuth()
+	if ok {
+		f.mu.Lock()
+		f.seen = append(f.seen, user+":"+pass)
+		f.mu.Unlock()
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if !ok || user != f.user || pass != f.pass {
+		w.Header().Set("WWW-Authenticate", `Basic realm="mezzo-test"`)
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprint(w, `{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}`)
+		return
+	}
+	if r.URL.Path == "/v2/" {
+		fmt.Fprint(w, `{}`)
+		return
+	}
+	w.WriteHeader(http.StatusNotFound)
+	fmt.Fprint(w, `{"errors":[{"code":"MANIFEST_UNKNOWN","message":"manifest unknown"}]}`)
+}
+
+func (f *fakeRegistry) saw(cred string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Contains(f.seen, cred)
+}
+
+// A task whose image is missing pulls it with --docker_config's
+// credentials for its registry, through the real engine: with a wrong
+// password the registry refuses and the task fails at once with
+// REASON_CONTAINER_LAUNCH_FAILED and the registry's reason. A docker
+// config fetched into the sandbox (a .dockercfg URI) wins over the flag:
+// its right password reaches the registry, which has no such image.
+func TestDockerPullCredentials(t *testing.T) {
+	workDir := t.TempDir()
+	_, docker := dockerAgentSetup(t, workDir)
+	reg := &fakeRegistry{user: "mezzo", pass: "s3cret"}
+	srv := httptest.NewServer(reg) // 127.0.0.1: an insecure registry to the engine by default
+	defer srv.Close()
+	host := srv.Listener.Addr().String()
+	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	cfgDir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(cfgDir, ".dockercfg"), []byte(`{"`+host+`": {"auth": "`+b64("mezzo:s3cret")+`"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m := newFakeMaster(t)
+	startTestAgent(t, m, func(c *Config) {
+		docker(c)
+		c.Docker.Config = `{"auths": {"http://` + host + `/v2/": {"auth": "` + b64("mezzo:wrong") + `"}}}`
+		c.Fetcher.AllowedFileDirs = []string{cfgDir}
+	})
+	sub := register(t, m, 1)
+	image := host + "/private/app:v1"
+
+	sub.send(runTask(frameworkInfo("F1"), dockerTask("bad-creds", image, mesos.ContainerInfo_DockerInfo_NONE, "x"), 1))
+	waitUpdate(t, m, sub, "bad-creds", mesos.TaskState_TASK_STARTING)
+	st := m.waitCall(t, "TASK_FAILED", updateFor("bad-creds", mesos.TaskState_TASK_FAILED)).GetStatusUpdate().GetStatus()
+	want := `Failed to launch container: launch `
+	if st.GetReason() != mesos.TaskStatus_REASON_CONTAINER_LAUNCH_FAILED || !strings.HasPrefix(st.GetMessage(), want) ||
+		!strings.Contains(st.GetMessage(), `failed to pull image "`+image+`": with the credentials for `+host+` from --docker_config`) ||
+		!strings.Contains(st.GetMessage(), "unauthorized") {
+		t.Errorf("status %v: %q", st.GetReason(), st.GetMessage())
+	}
+	if !reg.saw("mezzo:wrong") {
+		t.Errorf("the registry never saw --docker_config's credentials; it saw %q", reg.seen)
+	}
+
+	task := dockerTask("sandbox-creds", image, mesos.ContainerInfo_DockerInfo_NONE, "x")
+	task.Command.Uris = []*mesos.CommandInfo_URI{{Value: proto.String(filepath.Join(cfgDir, ".dockercfg"))}}
+	sub.send(runTask(frameworkInfo("F1"), task, 1))
+	waitUpdate(t, m, sub, "sandbox-creds", mesos.TaskState_TASK_STARTING)
+	st = m.waitCall(t, "TASK_FAILED", updateFor("sandbox-creds", mesos.TaskState_TASK_FAILED)).GetStatusUpdate().GetStatus()
+	if st.GetReason() != mesos.TaskStatus_REASON_CONTAINER_LAUNCH_FAILED || !strings.Contains(st.GetMessage(), "from the sandbox's docker config") ||
+		!strings.Contains(st.GetMessage(), "manifest unknown") {
+		t.Errorf("status %v: %q", st.GetReason(), st.GetMessage())
+	}
+	if !reg.saw("mezzo:s3cret") {
+		t.Errorf("the registry never saw the sandbox's credentials; it saw %q", reg.seen)
 	}
 }

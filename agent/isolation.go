@@ -77,6 +77,7 @@ func buildContainerizer(cfg Config, runtimeDir, dockerRuntimeDir, bootID string)
 			RuntimeDir: dockerRuntimeDir,
 		},
 		Socket:           cfg.Docker.Socket,
+		RegistryAuth:     cfg.Docker.registryAuth,
 		SandboxDirectory: cfg.Docker.SandboxDirectory,
 		RemoveDelay:      cfg.Docker.RemoveDelay,
 		KeepOrphans:      cfg.Docker.KeepOrphans,

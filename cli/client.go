@@ -15,12 +15,59 @@ import (
 )
 
 // client reads the master's HTTP endpoints. It tries the masters in the
-// order given; a master that cannot be reached or answers 503 (no leader
-// known yet) is skipped. 307 redirects to the leader are followed by
-// net/http (also for POST, whose body is replayable).
+// order given, the leader first when several are given; a master that
+// cannot be reached or answers 503 (no leader known yet) is skipped. 307
+// redirects to the leader are followed by net/http (also for POST, whose
+// body is replayable).
 type client struct {
 	masters []string
 	http    *http.Client
+	// ordered is masters with the leader first, found once per command.
+	ordered []string
+}
+
+// inOrder returns the masters to try: with several, the leader first.
+// Reads must reach the leader, whose view holds the agents, frameworks and
+// tasks: mezzo's followers (and Mesos's) answer them with 307 to it, but a
+// master of an older mezzo answered from its own empty view, and asking
+// the leader first saves a redirect per request. The first master that
+// answers /master/redirect names it (307 to "//host:port"). Without an
+// answer (unreachable, 503 during an election, a master without the
+// endpoint) the order is the one given.
+func (c *client) inOrder() []string {
+	if len(c.masters) < 2 {
+		return c.masters
+	}
+	if c.ordered != nil {
+		return c.ordered
+	}
+	c.ordered = c.masters
+	hc := *c.http
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	for _, m := range c.masters {
+		resp, err := hc.Get("http://" + m + "/master/redirect")
+		if err != nil {
+			continue
+		}
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusTemporaryRedirect {
+			continue
+		}
+		u, err := url.Parse(resp.Header.Get("Location"))
+		if err != nil || u.Host == "" {
+			continue
+		}
+		ordered := []string{u.Host}
+		for _, x := range c.masters {
+			if x != u.Host {
+				ordered = append(ordered, x)
+			}
+		}
+		c.ordered = ordered
+		break
+	}
+	return c.ordered
 }
 
 // maxBody bounds what the CLI reads from one response (a big cluster's
@@ -36,7 +83,7 @@ func (c *client) getJSON(path string, v any) error {
 // do sends one request to the masters in turn. v may be nil (body ignored).
 func (c *client) do(method, path string, body []byte, contentType string, v any) error {
 	var errs []string
-	for _, m := range c.masters {
+	for _, m := range c.inOrder() {
 		status, data, err := c.send(method, "http://"+m+path, body, contentType)
 		if err != nil {
 			errs = append(errs, fmt.Sprintf("master %s: %s", m, describe(err, m)))

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -221,6 +222,28 @@ func TestMastersFailoverAndRedirect(t *testing.T) {
 		want := "master " + dead + ": connection refused; master " + host(electing) + ": GET /master/state-summary: 503 Service Unavailable: No leader elected"
 		if code != ExitUnreachable || !strings.Contains(errs, want) {
 			t.Errorf("exit %d stderr %q, want %q", code, errs, want)
+		}
+	})
+	t.Run("reads go to the leader, not a follower's own empty view", func(t *testing.T) {
+		// A follower answers read endpoints from its own view (no agents),
+		// as mezzo's and Mesos's masters do; only /master/redirect names
+		// the leader.
+		reads := 0
+		quiet := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/master/redirect" {
+				w.Header().Set("Location", "//"+leader.addr())
+				w.WriteHeader(http.StatusTemporaryRedirect)
+				return
+			}
+			reads++
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"hostname":"f","slaves":[],"frameworks":[]}`)
+		}))
+		defer quiet.Close()
+		e, _ := testEnv()
+		code, out, errs := run(e, "agents", "--master="+host(quiet)+","+leader.addr())
+		if code != 0 || !strings.Contains(out, "agent1.example") || reads != 0 {
+			t.Fatalf("exit %d, %d reads from the follower, out %q err %q", code, reads, out, errs)
 		}
 	})
 	t.Run("redirect to a dead leader says so", func(t *testing.T) {

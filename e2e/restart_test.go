@@ -56,6 +56,17 @@ func TestAgentRestartAccounting(t *testing.T) {
 		t.Fatal(err)
 	}
 	cp.await(t, "whole-cpu", mesos.TaskState_TASK_RUNNING)
+	// The command executor outlives the agent it was started by (that is
+	// what the test is about), so no process-group kill of ours reaches
+	// it: kill the task through the master before the framework's
+	// subscription (ctx) and the agent go.
+	defer func() {
+		if err := cp.client.Kill(context.Background(), &mesos.TaskID{Value: proto.String("whole-cpu")}, o.GetAgentId()); err != nil {
+			t.Logf("killing whole-cpu: %v", err)
+			return
+		}
+		cp.await(t, "whole-cpu", mesos.TaskState_TASK_KILLED)
+	}()
 
 	o = nc.offer(t)
 	group := &mesos.Offer_Operation{Type: mesos.Offer_Operation_LAUNCH_GROUP.Enum(), LaunchGroup: &mesos.Offer_Operation_LaunchGroup{

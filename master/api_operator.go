@@ -12,6 +12,7 @@ import (
 	"mezzo/api/mesos"
 	"mezzo/api/quotapb"
 	"mezzo/api/schedulerpb"
+	"mezzo/internal/timerstat"
 	"mezzo/master/allocator"
 )
 
@@ -89,6 +90,15 @@ func (m *Master) Explain(frameworkID string) (allocator.Explanation, bool) {
 func (m *Master) AllocatorMetrics() map[string]float64 {
 	if in, ok := m.alloc.(allocator.Introspector); ok {
 		return in.Metrics()
+	}
+	return nil
+}
+
+// AllocatorTimers returns the allocator's timers (allocation runs) for the
+// Prometheus summaries, or nil if the allocator reports none.
+func (m *Master) AllocatorTimers() map[string]timerstat.Stats {
+	if in, ok := m.alloc.(allocator.Introspector); ok {
+		return in.Timers()
 	}
 	return nil
 }

@@ -1,8 +1,8 @@
 // Package httpapi is the agent's HTTP surface: the v1 executor API
 // (POST /api/v1/executor), the v1 operator API (POST /api/v1: GET_HEALTH,
 // the read calls and the logging level), the classic read endpoints (/state,
-// /health, /version, /metrics/snapshot, /monitor/statistics, each also under
-// /slave(1)/) and the mount point of /files/*. It owns decoding, validation, media-type negotiation, RecordIO
+// /health, /version, /flags, /metrics/snapshot, /monitor/statistics, each
+// also under /slave(1)/), the Prometheus exposition at /metrics and the mount point of /files/*. It owns decoding, validation, media-type negotiation, RecordIO
 // streaming and the classic JSON rendering; the agent loop (package agent)
 // owns the state and implements Backend. The agent builds the handler with
 // New and serves it on its ip:port.
@@ -17,9 +17,12 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"mezzo/api/executorpb"
 	"mezzo/internal/loglevel"
 	"mezzo/internal/opapi"
+	"mezzo/internal/promexp"
 	"mezzo/internal/version"
 )
 
@@ -65,6 +68,7 @@ type Handler struct {
 	files   Files
 	log     *slog.Logger
 	logging *loglevel.Control
+	prom    http.Handler
 }
 
 // New returns the agent's HTTP handler. files serves /files/* and
@@ -74,7 +78,9 @@ func New(b Backend, files Files, log *slog.Logger, logging *loglevel.Control) *H
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Handler{b: b, files: files, log: log, logging: logging}
+	h := &Handler{b: b, files: files, log: log, logging: logging}
+	h.prom = promexp.Handler(promexp.Source{Values: b.Metrics, Samples: h.infoSamples})
+	return h
 }
 
 // ServeHTTP routes by path; "/slave(1)/x" is the same endpoint as "/x"
@@ -95,6 +101,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.version(w, r)
 	case path == "/metrics/snapshot":
 		h.metrics(w, r)
+	case path == "/metrics":
+		h.prom.ServeHTTP(w, r)
+	case path == "/flags":
+		h.flags(w, r)
 	case path == "/monitor/statistics" || path == "/monitor/statistics.json":
 		h.monitorStatistics(w, r)
 	case path == "/api/v1":
@@ -174,6 +184,32 @@ func (h *Handler) metrics(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, r, m)
+}
+
+// flags answers /flags as Mesos's agent does: {"flags": {name: value}}.
+func (h *Handler) flags(w http.ResponseWriter, r *http.Request) {
+	v, err := h.b.State()
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	flags := v.Flags
+	if flags == nil {
+		flags = map[string]string{}
+	}
+	writeJSON(w, r, map[string]any{"flags": flags})
+}
+
+// infoSamples is mezzo_agent_info: 1, labelled with the agent's ID (empty
+// until registered), hostname and mezzo version, so that queries can join
+// the agent's series (scraped by address) to the master's per-agent ones.
+func (h *Handler) infoSamples() []promexp.Sample {
+	v, err := h.b.State()
+	if err != nil {
+		return nil
+	}
+	return []promexp.Sample{{Name: "mezzo_agent_info", Help: "The agent's identity (always 1).", Type: prometheus.GaugeValue,
+		Labels: []string{"agent_id", v.ID, "hostname", v.Hostname, "version", version.Get().Version}, Value: 1}}
 }
 
 // version answers /version as Mesos's libprocess does on every process:

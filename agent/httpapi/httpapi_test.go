@@ -294,3 +294,28 @@ func FuzzExecutorCall(f *testing.F) {
 		}
 	})
 }
+
+// The agent serves /metrics (Prometheus, with its identity and the Go
+// collectors) and /flags, also under /slave(1)/.
+func TestPrometheusAndFlags(t *testing.T) {
+	h := New(&fakeBackend{view: &StateView{ID: "S1", Hostname: "h1", Flags: map[string]string{"port": "5051"}}}, nil, nil, nil)
+	get := func(path string) *httptest.ResponseRecorder {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, path, nil))
+		return w
+	}
+	for _, path := range []string{"/metrics", "/slave(1)/metrics"} {
+		w := get(path)
+		body := w.Body.String()
+		for _, want := range []string{"mezzo_agent_registered 1\n", `mezzo_agent_info{agent_id="S1",hostname="h1",version=`, "go_goroutines "} {
+			if w.Code != 200 || !strings.Contains(body, want) {
+				t.Errorf("%s: %d, lacks %q:\n%s", path, w.Code, want, body)
+			}
+		}
+	}
+	for _, path := range []string{"/flags", "/slave(1)/flags"} {
+		if w := get(path); w.Code != 200 || w.Body.String() != `{"flags":{"port":"5051"}}` {
+			t.Errorf("%s: %d %s", path, w.Code, w.Body)
+		}
+	}
+}

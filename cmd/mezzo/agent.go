@@ -36,7 +36,7 @@ type agentFlags struct {
 	cgroupsEnableCFS, cgroupsLimitSwap                        bool
 	fetcherCacheDir, fetcherAllowedDirs                       string
 	fetcherCacheSize                                          bytesValue
-	dockerSocket, sandboxDirectory, runtimeDir                string
+	dockerSocket, dockerConfig, sandboxDirectory, runtimeDir  string
 	dockerRemoveDelay                                         *time.Duration
 	dockerKillOrphans, directCommandTasks, strict             bool
 	// killOnExit makes the agent kill every executor when it stops (mezzo
@@ -87,7 +87,9 @@ func addAgentFlags(fs *flag.FlagSet, withMaster bool) *agentFlags {
 	fs.StringVar(&f.fetcherAllowedDirs, "fetcher_allowed_dirs", "",
 		"mezzo only (not a Mesos flag): comma-separated directories that file:// URIs and plain absolute paths must lie under once symlinks are resolved (default: none, every local path is refused and the task fails)")
 	fs.StringVar(&f.dockerSocket, "docker_socket", "",
-		"the Docker Engine's socket: a path, unix://path or tcp://host:port (default: $DOCKER_HOST, else /var/run/docker.sock)")
+		"the Docker Engine's address: a socket path, unix:///path or tcp://host:port, over TLS when $DOCKER_CERT_PATH holds ca.pem, cert.pem and key.pem, verifying the engine when $DOCKER_TLS_VERIFY is set (default: $DOCKER_HOST, else /var/run/docker.sock)")
+	fs.StringVar(&f.dockerConfig, "docker_config", "",
+		"registry credentials for Docker image pulls: an absolute path to a docker config file (~/.docker/config.json with \"auths\", or ~/.dockercfg) or its JSON")
 	f.dockerRemoveDelay = durationFlag(fs, "docker_remove_delay", 6*time.Hour, "time an ended Docker container is kept before it is removed")
 	fs.BoolVar(&f.dockerKillOrphans, "docker_kill_orphans", true,
 		"at recovery, remove this agent's Docker containers that no checkpointed executor claims")
@@ -154,6 +156,7 @@ func startAgent(ctx context.Context, f *agentFlags, ln net.Listener, client *htt
 		FetcherCacheSize: cacheSize,
 		Docker: agent.DockerConfig{
 			Socket:           f.dockerSocket,
+			Config:           f.dockerConfig,
 			RemoveDelay:      *f.dockerRemoveDelay,
 			KeepOrphans:      !f.dockerKillOrphans,
 			SandboxDirectory: f.sandboxDirectory,

@@ -212,6 +212,7 @@ func startMaster(ctx context.Context, f *masterFlags, fs *flag.FlagSet, ln net.L
 	opts := httpapi.Options{Logger: log, Logging: f.logging, LeaderWait: wait, UI: webui.Handler(), Profiling: f.profiling}
 	if reg != nil {
 		opts.ExtraMetrics = reg.reg.Metrics
+		opts.ExtraTimers = reg.reg.Timers
 	}
 	srv := newServer(httpapi.New(m, opts))
 	r := &runningMaster{m: m, srv: srv, ln: ln, reg: reg, done: make(chan error, 1), fatal: fatal}

@@ -77,6 +77,11 @@ var rules = []rule{
 		}},
 	{"sim speaks the protocols like an external process: no master or agent", under(module + "/sim"),
 		func(_, dep string) bool { return !isMaster(dep) && !isAgent(dep) }},
+	{"only the HTTP layers import promexp (the counting packages hand timerstat values up)",
+		func(p string) bool {
+			return !under(module+"/master/endpoints")(p) && !under(module+"/agent/httpapi")(p) && !under(module+"/internal/promexp")(p)
+		},
+		func(_, dep string) bool { return !under(module + "/internal/promexp")(dep) }},
 	{"only cmd wires replog in", func(p string) bool { return !under(module+"/cmd")(p) && !isReplog(p) },
 		func(_, dep string) bool { return !isReplog(dep) }},
 }
@@ -137,6 +142,7 @@ func TestRulesCatchViolations(t *testing.T) {
 		{"mezzo/scheduler", []string{"mezzo/master/allocator"}},
 		{"mezzo/master", []string{"mezzo/replog"}},
 		{"mezzo/sim", []string{"mezzo/master"}},
+		{"mezzo/master/allocator", []string{"mezzo/internal/promexp"}},
 	}
 	for _, p := range bad {
 		if v := violations([]pkg{p}); len(v) != 1 {
@@ -147,6 +153,7 @@ func TestRulesCatchViolations(t *testing.T) {
 		{"mezzo/master/allocator", []string{"mezzo/resources", "mezzo/master/allocator/sorter"}},
 		{"mezzo/cmd/mezzo", []string{"mezzo/replog", "mezzo/master", "mezzo/agent"}},
 		{"mezzo/executor/command", []string{"mezzo/executor", "mezzo/api/executorpb"}},
+		{"mezzo/master/endpoints", []string{"mezzo/internal/promexp", "mezzo/internal/timerstat"}},
 	}
 	if v := violations(good); len(v) != 0 {
 		t.Errorf("allowed imports flagged: %v", v)

@@ -9,6 +9,7 @@ import (
 
 	"mezzo/api/mesos"
 	"mezzo/internal/clock"
+	"mezzo/internal/timerstat"
 	"mezzo/resources"
 )
 
@@ -240,6 +241,13 @@ func (d *driver) Metrics() map[string]float64 {
 		d.requestRun()
 	}
 	return d.c.metricsMap(queued)
+}
+
+// Timers implements Introspector.
+func (d *driver) Timers() map[string]timerstat.Stats {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.c.timers()
 }
 
 // requestRun remembers that drained notifications asked for a run.

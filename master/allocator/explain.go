@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"time"
+
+	"mezzo/internal/timerstat"
 )
 
 // Reason says why a framework gets no offers for a role.
@@ -66,6 +68,9 @@ type Introspector interface {
 	// Metrics returns the allocator metrics under Mesos's key names
 	// (allocator/mesos/...).
 	Metrics() map[string]float64
+	// Timers returns the allocation run timer's statistics under its Mesos
+	// name (allocator/mesos/allocation_run_ms) for the Prometheus summary.
+	Timers() map[string]timerstat.Stats
 }
 
 func (c *core) explain(fid string, now time.Time) Explanation {

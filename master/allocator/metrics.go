@@ -3,6 +3,8 @@ package allocator
 import (
 	"math"
 	"sort"
+
+	"mezzo/internal/timerstat"
 )
 
 // runWindow is how many recent allocation run times the percentiles cover
@@ -15,11 +17,13 @@ type runMetrics struct {
 	times  []float64 // ring of the last runWindow run times, ms
 	next   int
 	lastMS float64
+	sumMS  float64 // of every run, for the Prometheus summary
 }
 
 func (m *runMetrics) record(ms float64) {
 	m.runs++
 	m.lastMS = ms
+	m.sumMS += ms
 	if len(m.times) < runWindow {
 		m.times = append(m.times, ms)
 		return
@@ -41,6 +45,27 @@ func percentile(xs []float64, p float64) float64 {
 		return xs[lo]
 	}
 	return xs[lo] + (xs[hi]-xs[lo])*(pos-float64(lo))
+}
+
+// runQuantiles are the quantiles the Prometheus summary reports, Mesos's
+// timer percentiles.
+var runQuantiles = []float64{.5, .9, .95, .99, .999, .9999}
+
+// timers returns the allocation run timer for the Prometheus summary under
+// its Mesos name; empty before the first run.
+func (c *core) timers() map[string]timerstat.Stats {
+	if c.metrics.runs == 0 {
+		return map[string]timerstat.Stats{}
+	}
+	xs := append([]float64(nil), c.metrics.times...)
+	sort.Float64s(xs)
+	q := make(map[float64]float64, len(runQuantiles))
+	for _, p := range runQuantiles {
+		q[p] = percentile(xs, p) / 1e3
+	}
+	return map[string]timerstat.Stats{
+		"allocator/mesos/allocation_run_ms": {Count: c.metrics.runs, Sum: c.metrics.sumMS / 1e3, Quantiles: q},
+	}
 }
 
 // metrics renders the allocator's metrics under Mesos's key names.

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"mezzo/api/mesos"
+	"mezzo/internal/timerstat"
 	"mezzo/master/allocator/internal/cputime"
 	"mezzo/resources"
 )
@@ -167,6 +168,9 @@ func (s *Sync) Explain(frameworkID string) Explanation { return s.c.explain(fram
 
 // Metrics implements Introspector.
 func (s *Sync) Metrics() map[string]float64 { return s.c.metricsMap(0) }
+
+// Timers implements Introspector.
+func (s *Sync) Timers() map[string]timerstat.Stats { return s.c.timers() }
 
 var (
 	_ Allocator    = (*Sync)(nil)

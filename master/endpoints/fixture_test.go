@@ -16,6 +16,7 @@ import (
 	"mezzo/api/mesos"
 	"mezzo/api/quotapb"
 	"mezzo/internal/clock"
+	"mezzo/internal/timerstat"
 	"mezzo/master"
 	"mezzo/master/allocator"
 	"mezzo/resources"
@@ -87,6 +88,8 @@ func (f *fakeSource) Explain(string) (allocator.Explanation, bool) {
 }
 
 func (f *fakeSource) AllocatorMetrics() map[string]float64 { return nil }
+
+func (f *fakeSource) AllocatorTimers() map[string]timerstat.Stats { return nil }
 
 func (f *fakeSource) write(call string, arg any) error {
 	f.mu.Lock()

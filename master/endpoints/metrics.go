@@ -1,16 +1,17 @@
 package endpoints
 
 import (
-	"bytes"
+	"maps"
 	"net/http"
-	"sort"
-	"strconv"
-	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"mezzo/api/mesos"
+	"mezzo/internal/promexp"
 	"mezzo/internal/stout"
 	"mezzo/internal/sysmetrics"
+	"mezzo/internal/timerstat"
 	"mezzo/master"
 	"mezzo/resources"
 )
@@ -117,9 +118,6 @@ func Metrics(s *master.Snapshot, now time.Time) map[string]float64 {
 	return m
 }
 
-// allocatorCounters are the allocator metrics that only grow.
-var allocatorCounters = []string{"allocator/mesos/allocation_runs"}
-
 // metrics is Metrics merged with the allocator's metrics when the Source
 // reports them: allocation runs and run times with
 // percentiles, per-role dominant shares, offer filters and quota; with the
@@ -177,76 +175,50 @@ func (h *handlers) metricsSnapshot(w http.ResponseWriter, r *http.Request) {
 	h.writeJSON(w, r, out)
 }
 
-// prometheus serves /metrics in the Prometheus text exposition format
-// (version 0.0.4). Each Mesos key becomes "mezzo_" plus the key with every
-// character outside [A-Za-z0-9_] replaced by '_' (master/tasks_running →
-// mezzo_master_tasks_running); the HELP line keeps the Mesos name. Snapshot
-// counters are typed counter, derived values gauge.
-func (h *handlers) prometheus(w http.ResponseWriter, r *http.Request) {
-	s := h.snapshot()
-	ms := h.metrics(s)
-	names := make([]string, 0, len(ms))
-	for k := range ms {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	counters := map[string]bool{}
-	for k := range s.Counters {
-		counters[k] = true
-	}
-	for _, k := range TerminalTaskCounters {
-		counters[k] = true
-	}
-	for _, k := range allocatorCounters {
-		counters[k] = true
-	}
-	for _, k := range master.MessageCounters {
-		counters[k] = true
-	}
-	for _, f := range s.Frameworks {
-		prefix := FrameworkMetricPrefix(f.Info)
-		for _, k := range frameworkCounterKeys() {
-			counters[prefix+k] = true
-		}
-	}
-	var buf bytes.Buffer
-	emitted := make(map[string]bool, len(names))
-	for _, k := range names {
-		name := PrometheusName(k)
-		// Role names can map to the same Prometheus name ("a/b" and
-		// "a_b"); a metric may appear only once in the exposition, so the
-		// first key (in sorted order) wins.
-		if emitted[name] {
-			continue
-		}
-		emitted[name] = true
-		typ := "gauge"
-		if counters[k] {
-			typ = "counter"
-		}
-		buf.WriteString("# HELP " + name + " Mesos metric " + k + "\n")
-		buf.WriteString("# TYPE " + name + " " + typ + "\n")
-		buf.WriteString(name + " " + strconv.FormatFloat(ms[k], 'g', -1, 64) + "\n")
-	}
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
-	w.WriteHeader(http.StatusOK)
-	if r.Method != http.MethodHead {
-		w.Write(buf.Bytes())
-	}
+// prometheus builds the /metrics handler: the same values as
+// /metrics/snapshot translated by promexp (labels for roles, frameworks,
+// task states; base units; summaries for the timers), the allocator's and
+// registrar's timers, and per-agent series from the snapshot, plus the Go
+// runtime and process collectors.
+func (h *handlers) prometheus() http.Handler {
+	return promexp.Handler(promexp.Source{
+		Values: func() (map[string]float64, error) { return h.metrics(h.snapshot()), nil },
+		Timers: func() map[string]timerstat.Stats {
+			out := map[string]timerstat.Stats{}
+			maps.Copy(out, h.src.AllocatorTimers())
+			if h.timers != nil {
+				maps.Copy(out, h.timers())
+			}
+			return out
+		},
+		Samples: func() []promexp.Sample { return agentSamples(h.snapshot()) },
+	})
 }
 
-// PrometheusName maps a Mesos metric key to a Prometheus metric name.
-func PrometheusName(key string) string {
-	var sb strings.Builder
-	sb.WriteString("mezzo_")
-	for i := 0; i < len(key); i++ {
-		c := key[i]
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' {
-			sb.WriteByte(c)
-		} else {
-			sb.WriteByte('_')
+// agentSamples are the per-agent series Mesos has no key for: whether each
+// registered agent is active and connected, and its scalar resources
+// (capacity and used), labelled by agent ID and hostname.
+func agentSamples(s *master.Snapshot) []promexp.Sample {
+	var out []promexp.Sample
+	for _, a := range s.Agents {
+		id, host := a.Info.GetId().GetValue(), a.Info.GetHostname()
+		lab := []string{"agent_id", id, "hostname", host}
+		out = append(out,
+			promexp.Sample{Name: "mezzo_master_agent_active", Help: "1 if the registered agent is active (not deactivated for maintenance).",
+				Type: prometheus.GaugeValue, Labels: lab, Value: b2f(a.Active)},
+			promexp.Sample{Name: "mezzo_master_agent_connected", Help: "1 while the registered agent is connected.",
+				Type: prometheus.GaugeValue, Labels: lab, Value: b2f(a.Connected)})
+		t, _ := resources.FromProto(a.Total)
+		u, _ := resources.FromProto(a.Used)
+		for _, name := range []string{"cpus", "gpus", "mem", "disk"} {
+			unit, scale := promexp.Unit(name)
+			rl := append(append([]string(nil), lab...), "resource", name, "unit", unit)
+			out = append(out,
+				promexp.Sample{Name: "mezzo_master_agent_resource_capacity", Help: "A registered agent's non-revocable resources, in base units.",
+					Type: prometheus.GaugeValue, Labels: rl, Value: t.NonRevocable().Scalar(name) * scale},
+				promexp.Sample{Name: "mezzo_master_agent_resource_used", Help: "A registered agent's non-revocable resources in use, in base units.",
+					Type: prometheus.GaugeValue, Labels: rl, Value: u.NonRevocable().Scalar(name) * scale})
 		}
 	}
-	return sb.String()
+	return out
 }

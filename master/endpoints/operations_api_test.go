@@ -361,3 +361,30 @@ func TestOperationCallsImplemented(t *testing.T) {
 		}
 	}
 }
+
+// A follower sends the operation endpoints to the leader (307, the path
+// kept) before reading the body, and answers 503 without a leader; it
+// applies nothing.
+func TestOperationsOnFollower(t *testing.T) {
+	snap := testSnapshot()
+	snap.Elected = false
+	snap.Leader = &mesos.MasterInfo{Hostname: proto.String("leader.example"), Port: proto.Uint32(5050)}
+	src := newFakeSource(snap)
+	mux, _ := newTestServer(t, src)
+	for _, path := range []string{"/master/reserve", "/master/unreserve", "/master/create-volumes", "/master/destroy-volumes"} {
+		rec := form(mux, path, url.Values{"slaveId": {"m1-S0"}, "resources": {"[" + dbCPUs + "]"}})
+		if rec.Code != http.StatusTemporaryRedirect || rec.Header().Get("Location") != "//leader.example:5050"+path {
+			t.Errorf("%s on a follower: %d Location %q", path, rec.Code, rec.Header().Get("Location"))
+		}
+	}
+	if rec := v1(mux, reserveCall("m1-S0", dbCPUs)); rec.Code != http.StatusTemporaryRedirect {
+		t.Errorf("RESERVE_RESOURCES on a follower: %d", rec.Code)
+	}
+	snap.Leader = nil
+	if rec := form(mux, "/master/reserve", url.Values{"slaveId": {"m1-S0"}}); rec.Code != http.StatusServiceUnavailable {
+		t.Errorf("/master/reserve without a leader: %d", rec.Code)
+	}
+	if len(src.writes) != 0 {
+		t.Fatalf("a follower applied %v", src.writes)
+	}
+}

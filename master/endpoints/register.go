@@ -7,6 +7,7 @@ import (
 
 	"mezzo/internal/clock"
 	"mezzo/internal/loglevel"
+	"mezzo/internal/timerstat"
 	"mezzo/master"
 )
 
@@ -31,6 +32,9 @@ type Options struct {
 	// /metrics/snapshot, /metrics and GET_METRICS (the registrar's
 	// registrar/*); nil adds none.
 	ExtraMetrics func() map[string]float64
+	// ExtraTimers adds timers kept outside the master's loop (the
+	// registrar's) to the summaries at /metrics; nil adds none.
+	ExtraTimers func() map[string]timerstat.Stats
 }
 
 // Register installs every endpoint on mux. Routes exist both with and
@@ -67,7 +71,7 @@ func Register(mux *http.ServeMux, src Source, opts Options) {
 	both("/quota/", h.quota)
 	both("/allocator/explain", h.leaderOnly(h.explain))
 	mux.HandleFunc("/metrics/snapshot", h.metricsSnapshot)
-	mux.HandleFunc("/metrics", h.prometheus)
+	mux.Handle("/metrics", h.prometheus())
 }
 
 // handlers holds what every endpoint shares.
@@ -79,6 +83,7 @@ type handlers struct {
 	heartbeat time.Duration
 	logging   *loglevel.Control
 	extra     func() map[string]float64
+	timers    func() map[string]timerstat.Stats
 }
 
 func newHandlers(src Source, opts Options) *handlers {
@@ -90,6 +95,7 @@ func newHandlers(src Source, opts Options) *handlers {
 		heartbeat: opts.HeartbeatInterval,
 		logging:   opts.Logging,
 		extra:     opts.ExtraMetrics,
+		timers:    opts.ExtraTimers,
 	}
 	if h.version == "" {
 		h.version = buildInfo().Version

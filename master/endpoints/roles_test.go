@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -320,9 +321,19 @@ func TestAllocatorMetricsMerged(t *testing.T) {
 			t.Errorf("/metrics/snapshot lacks %s", k)
 		}
 	}
-	prom := request(t, mux, http.MethodGet, "/metrics", "").Body.String()
-	for _, line := range []string{"# TYPE mezzo_allocator_mesos_allocation_runs counter",
-		"# TYPE mezzo_allocator_mesos_roles_eng_shares_dominant gauge"} {
+	// The run-time summary exists from the allocator's first run on, which
+	// the subscription triggers: wait for it.
+	prom := ""
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(prom, "mezzo_allocator_allocation_run_duration_seconds_count"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("no allocation run after 10s:\n%s", prom)
+		}
+		time.Sleep(10 * time.Millisecond) // polling interval, bounded by the deadline
+		prom = request(t, mux, http.MethodGet, "/metrics", "").Body.String()
+	}
+	for _, line := range []string{"# TYPE mezzo_allocator_allocation_runs_total counter",
+		`mezzo_allocator_role_dominant_share{role="eng"}`, "# TYPE mezzo_allocator_allocation_run_duration_seconds summary",
+		"mezzo_metrics_unmapped_keys 0\n", "# TYPE mezzo_master_operator_event_stream_subscribers gauge\n"} {
 		if !strings.Contains(prom, line) {
 			t.Errorf("/metrics lacks %q", line)
 		}

@@ -7,6 +7,7 @@ import (
 	"mezzo/api/masterpb"
 	"mezzo/api/mesos"
 	"mezzo/api/quotapb"
+	"mezzo/internal/timerstat"
 	"mezzo/master"
 	"mezzo/master/allocator"
 )
@@ -36,6 +37,9 @@ type Source interface {
 	// names (allocator/mesos/...), merged into /metrics/snapshot, /metrics
 	// and GET_METRICS; nil if the allocator reports none.
 	AllocatorMetrics() map[string]float64
+	// AllocatorTimers returns the allocator's timers under their Mesos
+	// names for the Prometheus summaries at /metrics; nil if none.
+	AllocatorTimers() map[string]timerstat.Stats
 
 	// Teardown removes a framework as the operator TEARDOWN call does.
 	Teardown(ctx context.Context, p master.Principal, frameworkID string) error

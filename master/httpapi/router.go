@@ -10,6 +10,7 @@ import (
 
 	"mezzo/internal/loglevel"
 	"mezzo/internal/opapi"
+	"mezzo/internal/timerstat"
 	"mezzo/internal/version"
 	"mezzo/master"
 	"mezzo/master/endpoints"
@@ -44,6 +45,9 @@ type Options struct {
 	// ExtraMetrics adds metrics kept outside the master (the registrar's)
 	// to the metrics endpoints; nil adds none.
 	ExtraMetrics func() map[string]float64
+	// ExtraTimers adds timers kept outside the master (the registrar's)
+	// to the summaries at /metrics; nil adds none.
+	ExtraTimers func() map[string]timerstat.Stats
 }
 
 // The master is the operator endpoints' Source: checked here, where the
@@ -107,6 +111,7 @@ func New(m *master.Master, opts Options) http.Handler {
 			}
 			return out
 		},
+		ExtraTimers: opts.ExtraTimers,
 	})
 	if opts.Profiling {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)

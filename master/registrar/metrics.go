@@ -4,6 +4,8 @@ import (
 	"math"
 	"sort"
 	"time"
+
+	"mezzo/internal/timerstat"
 )
 
 // timerWindow is how many recent samples a timer keeps for its
@@ -17,6 +19,7 @@ type timer struct {
 	next    int
 	last    time.Duration
 	n       uint64
+	sum     time.Duration // of every sample, for the Prometheus summary
 }
 
 type timers struct{ store, fetch timer }
@@ -24,6 +27,7 @@ type timers struct{ store, fetch timer }
 func (t *timer) add(d time.Duration) {
 	t.last = d
 	t.n++
+	t.sum += d
 	if len(t.samples) < timerWindow {
 		t.samples = append(t.samples, d)
 		return
@@ -79,6 +83,35 @@ func (r *Registrar) Metrics() map[string]float64 {
 	r.mu.Unlock()
 	m["registrar/registry_size_bytes"] = float64(r.registrySize())
 	return m
+}
+
+// Timers returns the write and fetch timers' statistics under their Mesos
+// names (registrar/state_store_ms, registrar/state_fetch_ms) for the
+// Prometheus summaries; a timer without samples is absent, as in Metrics.
+func (r *Registrar) Timers() map[string]timerstat.Stats {
+	out := map[string]timerstat.Stats{}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for name, t := range map[string]*timer{"registrar/state_store_ms": &r.timers.store, "registrar/state_fetch_ms": &r.timers.fetch} {
+		if t.n > 0 {
+			out[name] = t.stats()
+		}
+	}
+	return out
+}
+
+// stats summarizes t for Timers.
+func (t *timer) stats() timerstat.Stats {
+	sorted := append([]time.Duration(nil), t.samples...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
+	q := make(map[float64]float64, len(percentiles))
+	for _, p := range percentiles {
+		pos := p.p * float64(len(sorted)-1)
+		lo := int(math.Floor(pos))
+		hi := min(lo+1, len(sorted)-1)
+		q[p.p] = (sorted[lo].Seconds() + (pos-float64(lo))*(sorted[hi].Seconds()-sorted[lo].Seconds()))
+	}
+	return timerstat.Stats{Count: t.n, Sum: t.sum.Seconds(), Quantiles: q}
 }
 
 // registrySize is the size of the registry encoded as the snapshot's

@@ -1,7 +1,10 @@
 // Package docker is the agent's `docker` containerizer
 // (--containerizers=docker): it runs tasks and executors whose
 // ContainerInfo has type DOCKER as Docker containers, talking to the Docker
-// Engine API over its unix socket (no docker CLI, no client library).
+// Engine API through the maintained client library (github.com/moby/moby/
+// client; no docker CLI) over the engine's unix socket or a tcp:// address
+// with TLS, negotiating the API version with the engine, and pulling
+// images with registry credentials (--docker_config).
 //
 // It owns the translation of a ContainerInfo (image, command, environment,
 // volumes, HOST/BRIDGE/NONE/USER networking with port mappings, cpu shares

@@ -30,9 +30,12 @@ type Config struct {
 	// identifies this agent's containers unless Owner is set).
 	containerizer.Options
 	// Socket is the Engine's address (--docker_socket): a socket path,
-	// unix://path or tcp://host:port. Empty: $DOCKER_HOST, else
-	// DefaultSocket.
+	// unix:///path or tcp://host:port (over TLS when DOCKER_CERT_PATH is
+	// set; see newEngineClient). Empty: $DOCKER_HOST, else DefaultSocket.
 	Socket string
+	// RegistryAuth holds the registry credentials image pulls use
+	// (--docker_config, LoadRegistryAuth); nil: none.
+	RegistryAuth *RegistryAuth
 	// SandboxDirectory is where the sandbox is mounted inside containers
 	// (--sandbox_directory); empty means DefaultSandboxDirectory.
 	SandboxDirectory string
@@ -57,7 +60,8 @@ type Config struct {
 // Docker is the docker containerizer. It implements
 // containerizer.Containerizer; it is safe for concurrent use.
 type Docker struct {
-	client      *client
+	engine      *engine
+	auth        *RegistryAuth
 	clock       clock.Clock
 	log         *slog.Logger
 	runtimeDir  string
@@ -108,7 +112,7 @@ type ctr struct {
 // New builds a docker containerizer. It does not contact the engine: the
 // first Launch or Recover does (and fails clearly if it is unreachable).
 func New(cfg Config) (*Docker, error) {
-	cl, err := newClient(cfg.Socket)
+	api, err := newEngineClient(cfg.Socket)
 	if err != nil {
 		return nil, err
 	}
@@ -144,7 +148,7 @@ func New(cfg Config) (*Docker, error) {
 	}
 	bg, cancel := context.WithCancel(context.Background())
 	return &Docker{
-		client: cl, clock: c, log: log, runtimeDir: cfg.RuntimeDir, owner: owner,
+		engine: &engine{api: api}, auth: cfg.RegistryAuth, clock: c, log: log, runtimeDir: cfg.RuntimeDir, owner: owner,
 		sandboxDir: sd, removeDelay: rd, keepOrphans: cfg.KeepOrphans, enableCFS: cfg.EnableCFS,
 		bg: bg, cancel: cancel,
 		live: map[string]*ctr{},
@@ -160,7 +164,7 @@ func New(cfg Config) (*Docker, error) {
 func (d *Docker) Close() error {
 	d.cancel()
 	d.wg.Wait()
-	return nil
+	return d.engine.api.Close()
 }
 
 // goBG runs f as background work that Close waits for.
@@ -227,7 +231,7 @@ func (d *Docker) Destroy(ctx context.Context, id string, grace time.Duration) er
 		sig = "SIGTERM"
 	}
 	if grace > 0 {
-		if err := d.client.kill(ctx, c.dockerID, sig); err != nil {
+		if err := d.engine.kill(ctx, c.dockerID, sig); err != nil {
 			d.log.Warn("signalling container", "container", id, "signal", sig, "err", err)
 		}
 		t := d.clock.NewTimer(grace)
@@ -240,7 +244,7 @@ func (d *Docker) Destroy(ctx context.Context, id string, grace time.Duration) er
 			t.Stop()
 		}
 	}
-	if err := d.client.kill(context.WithoutCancel(ctx), c.dockerID, "SIGKILL"); err != nil {
+	if err := d.engine.kill(context.WithoutCancel(ctx), c.dockerID, "SIGKILL"); err != nil {
 		return fmt.Errorf("destroy %s: %w", id, err)
 	}
 	select {

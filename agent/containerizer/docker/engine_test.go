@@ -2,7 +2,6 @@ package docker
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log"
@@ -10,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,87 +20,42 @@ import (
 	"mezzo/agent/containerizer/docker/dockertest"
 	"mezzo/api/mesos"
 
+	"github.com/moby/moby/api/types/network"
 	"google.golang.org/protobuf/proto"
 )
 
 // The tests below run against the real Docker engine. They build one tiny
 // image (FROM scratch, holding the static testdata/testprog binary) per
-// test run and remove it, and every container they create, at the end.
-
-var (
-	imageOnce sync.Once
-	testImage string // "mezzo-test/httpserver:<hash>"
-	imageErr  error
-	imageMade bool // the image exists (and is removed at the end)
-)
+// test run (dockertest.Image) and remove it, and every container they
+// create, at the end.
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if imageMade {
-		if c, err := newClient(""); err == nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			_ = c.call(ctx, http.MethodDelete, "/images/"+testImage, url.Values{"force": {"1"}}, nil, nil)
-			cancel()
-		}
-	}
+	dockertest.RemoveImage()
 	os.Exit(code)
 }
 
-// engine skips the test when there is no Docker engine, and returns a
-// client and the test image.
-func engine(t *testing.T) (*client, string) {
+// realEngine skips the test when there is no Docker engine, and returns
+// the engine and the test image.
+func realEngine(t *testing.T) (*engine, string) {
 	t.Helper()
-	if os.Getenv("DOCKER_HOST") == "" {
-		if _, err := os.Stat(DefaultSocket); err != nil {
-			t.Skip("no Docker engine: " + DefaultSocket + " is absent")
-		}
+	if err := dockertest.Available(); err != nil {
+		t.Skip(err)
 	}
-	c, err := newClient("")
+	image, err := dockertest.Image()
 	if err != nil {
 		t.Fatal(err)
 	}
-	imageOnce.Do(func() { testImage, imageErr = buildTestImage(c) })
-	if imageErr != nil {
-		t.Fatal(imageErr)
-	}
-	return c, testImage
+	return localEngine(t), image
 }
 
-// buildTestImage builds the test image (dockertest.ImageSource) from its
-// tar context through the engine's build endpoint, with this package's
-// client.
-func buildTestImage(c *client) (string, error) {
-	tag, ctxTar, err := dockertest.ImageSource()
+func localEngine(t *testing.T) *engine {
+	api, err := newEngineClient(DefaultSocket)
 	if err != nil {
-		return "", err
+		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	if ok, err := c.imagePresent(ctx, tag); err != nil {
-		return "", err
-	} else if ok {
-		imageMade = true // left by an interrupted run: removed at the end
-		return tag, nil
-	}
-	resp, err := c.do(ctx, http.MethodPost, "/build", url.Values{"t": {tag}, "rm": {"1"}, "forcerm": {"1"}}, ctxTar)
-	if err != nil {
-		return "", fmt.Errorf("building the test image: %w", err)
-	}
-	defer resp.Body.Close()
-	dec := json.NewDecoder(resp.Body)
-	for {
-		var msg struct{ Error string }
-		if err := dec.Decode(&msg); err == io.EOF {
-			break
-		} else if err != nil {
-			return "", err
-		}
-		if msg.Error != "" {
-			return "", fmt.Errorf("building the test image: %s", msg.Error)
-		}
-	}
-	imageMade = true
-	return tag, nil
+	t.Cleanup(func() { api.Close() })
+	return &engine{api: api}
 }
 
 // newTest builds a containerizer with its own owner label, and removes
@@ -124,7 +77,7 @@ func newTest(t *testing.T, cfg Config) *Docker {
 }
 
 func removeOwned(t *testing.T, owner string) {
-	c, _ := newClient("")
+	c := localEngine(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	list, err := c.list(ctx, labelOwner+"="+owner)
@@ -248,7 +201,7 @@ func (p *countingProxy) count(key string) int {
 // sandbox; a kill ends it and the container is removed.
 func TestBridgePortMapping(t *testing.T) {
 	t.Parallel()
-	cl, image := engine(t)
+	cl, image := realEngine(t)
 	d := newTest(t, Config{})
 	port := freePort(t)
 	sandbox := t.TempDir()
@@ -288,11 +241,11 @@ func TestBridgePortMapping(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.Name != "/mesos-bridge1" || info.HostConfig.CpuShares != 256 || info.HostConfig.Memory != 48<<20 ||
+	if info.Name != "/mesos-bridge1" || info.HostConfig.CPUShares != 256 || info.HostConfig.Memory != 48<<20 ||
 		info.HostConfig.NetworkMode != "bridge" {
-		t.Errorf("name %q shares %d memory %d network %q", info.Name, info.HostConfig.CpuShares, info.HostConfig.Memory, info.HostConfig.NetworkMode)
+		t.Errorf("name %q shares %d memory %d network %q", info.Name, info.HostConfig.CPUShares, info.HostConfig.Memory, info.HostConfig.NetworkMode)
 	}
-	if b := info.NetworkSettings.Ports["8080/tcp"]; len(b) == 0 || b[0].HostPort != fmt.Sprint(port) {
+	if b := info.NetworkSettings.Ports[network.MustParsePort("8080/tcp")]; len(b) == 0 || b[0].HostPort != fmt.Sprint(port) {
 		t.Errorf("port bindings %v", info.NetworkSettings.Ports)
 	}
 	st, err := d.Usage(ctx, "bridge1")
@@ -319,7 +272,7 @@ func TestBridgePortMapping(t *testing.T) {
 	}
 	eventually(t, "the container's removal", func() bool {
 		_, err := cl.inspect(ctx, dockerID)
-		return isStatus(err, http.StatusNotFound)
+		return isNotFound(err)
 	})
 	if err := d.Destroy(ctx, "bridge1", 0); err != nil {
 		t.Errorf("destroying an ended container: %v", err)
@@ -334,7 +287,7 @@ func TestBridgePortMapping(t *testing.T) {
 // interface.
 func TestEnvironmentVolumesAndOutput(t *testing.T) {
 	t.Parallel()
-	_, image := engine(t)
+	_, image := realEngine(t)
 	d := newTest(t, Config{})
 	ctx := ctxT(t)
 	hostDir := t.TempDir()
@@ -439,7 +392,7 @@ func TestEnvironmentVolumesAndOutput(t *testing.T) {
 // running until the grace has passed; one that honours it ends at once.
 func TestKillGracePeriod(t *testing.T) {
 	t.Parallel()
-	cl, image := engine(t)
+	cl, image := realEngine(t)
 	fake := clockFake()
 	d := newTest(t, Config{Options: containerizer.Options{Clock: fake}})
 	ctx := ctxT(t)
@@ -497,7 +450,7 @@ func TestKillGracePeriod(t *testing.T) {
 // meanwhile with its real exit status, and removes the orphan.
 func TestRecoverAfterRestart(t *testing.T) {
 	t.Parallel()
-	cl, image := engine(t)
+	cl, image := realEngine(t)
 	owner := fmt.Sprintf("mezzo-test-recover-%d", rand.Uint32())
 	rt := t.TempDir()
 	d1 := newTest(t, Config{Owner: owner, Options: containerizer.Options{RuntimeDir: rt}})
@@ -541,7 +494,7 @@ func TestRecoverAfterRestart(t *testing.T) {
 	if len(got) != 2 || got[0].ID != "serve" || got[0].Ended || got[1].ID != "sleeper" || !got[1].Ended {
 		t.Fatalf("recovered %+v", got)
 	}
-	if _, err := cl.inspect(ctx, orphanID); !isStatus(err, http.StatusNotFound) {
+	if _, err := cl.inspect(ctx, orphanID); !isNotFound(err) {
 		t.Errorf("the orphan is still there: %v", err)
 	}
 	term, err := d2.Wait(ctx, "sleeper")
@@ -582,7 +535,7 @@ func TestRecoverAfterRestart(t *testing.T) {
 // a failed pull is a launch error naming the image.
 func TestPullOnlyWhenAbsent(t *testing.T) {
 	t.Parallel()
-	_, image := engine(t)
+	_, image := realEngine(t)
 	// Sandboxes first: cleanups run last-in first-out, so the containerizer
 	// (and the log copying into them) stops before they are removed.
 	sandboxes := []string{t.TempDir(), t.TempDir(), t.TempDir()}
@@ -651,7 +604,7 @@ func TestRegisteredAndBadInput(t *testing.T) {
 	if _, err := d.LaunchTask(ctx, TaskLaunch{ContainerID: "c", Sandbox: "relative", Task: tk}); err == nil || !strings.Contains(err.Error(), "sandbox") {
 		t.Errorf("relative sandbox: %v", err)
 	}
-	if _, err := d.LaunchTask(ctx, TaskLaunch{ContainerID: "c", Sandbox: t.TempDir(), Task: tk}); err == nil || !strings.Contains(err.Error(), "unreachable") {
+	if _, err := d.LaunchTask(ctx, TaskLaunch{ContainerID: "c", Sandbox: t.TempDir(), Task: tk}); err == nil || !strings.Contains(err.Error(), "failed to connect to the docker API at unix:///nonexistent/docker.sock") {
 		t.Errorf("no engine: %v", err)
 	}
 	if _, err := d.Launch(ctx, containerizer.ContainerConfig{ContainerID: "c", Dir: t.TempDir(), ExecutorInfo: &mesos.ExecutorInfo{}}); err == nil ||
@@ -667,7 +620,7 @@ func TestRegisteredAndBadInput(t *testing.T) {
 // mesos containerizer, and routes later calls by container.
 func TestComposite(t *testing.T) {
 	t.Parallel()
-	_, image := engine(t)
+	_, image := realEngine(t)
 	d := newTest(t, Config{})
 	m, err := containerizer.NewMesos(containerizer.Options{})
 	if err != nil {

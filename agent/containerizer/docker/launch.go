@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 
@@ -109,9 +108,9 @@ func (d *Docker) launch(ctx context.Context, s *spec) (containerizer.Container, 
 		return fail(containerizer.ErrDuplicate)
 	}
 	c := &ctr{id: s.containerID, name: containerName(s.containerID), sandbox: s.sandbox,
-		done: make(chan struct{}), logsDone: make(chan struct{}), stopSignal: body.StopSignal}
+		done: make(chan struct{}), logsDone: make(chan struct{}), stopSignal: body.config.StopSignal}
 	c.cpus, _ = scalar(s.resources, "cpus")
-	c.memLimit = body.HostConfig.Memory
+	c.memLimit = body.host.Memory
 	d.live[s.containerID] = c // reserve the ID while launching
 	d.mu.Unlock()
 
@@ -128,37 +127,39 @@ func (d *Docker) launch(ctx context.Context, s *spec) (containerizer.Container, 
 
 // start makes sure the image is there, creates and starts the container.
 // On error nothing is left behind.
-func (d *Docker) start(ctx context.Context, c *ctr, s *spec, body *createBody) error {
-	image := body.Image
-	present, err := d.client.imagePresent(ctx, image)
+func (d *Docker) start(ctx context.Context, c *ctr, s *spec, body *createSpec) error {
+	if err := d.engine.negotiate(ctx); err != nil {
+		return err
+	}
+	image := body.config.Image
+	present, err := d.engine.imagePresent(ctx, image)
 	if err != nil {
 		return fmt.Errorf("inspecting image %q: %w", image, err)
 	}
 	if !present || s.container.GetDocker().GetForcePullImage() {
-		d.log.Info("pulling image", "container", c.id, "image", image)
-		if err := d.client.pull(ctx, image); err != nil {
+		if err := d.pull(ctx, c, image); err != nil {
 			return fmt.Errorf("failed to pull image %q: %w", image, err)
 		}
 	}
-	id, err := d.client.create(ctx, c.name, body)
-	if isStatus(err, http.StatusConflict) {
+	id, err := d.engine.create(ctx, c.name, body)
+	if isConflict(err) {
 		return fmt.Errorf("a Docker container named %q exists already: %w", c.name, err)
 	}
 	if err != nil {
 		return fmt.Errorf("creating the Docker container: %w", err)
 	}
 	cleanup := func() {
-		if err := d.client.remove(context.WithoutCancel(ctx), id); err != nil {
+		if err := d.engine.remove(context.WithoutCancel(ctx), id); err != nil {
 			d.log.Warn("removing a container that failed to start", "container", c.id, "err", err)
 		}
 	}
-	if err := d.client.start(ctx, id); err != nil {
+	if err := d.engine.start(ctx, id); err != nil {
 		cleanup()
 		return fmt.Errorf("starting the Docker container: %w", err)
 	}
-	info, err := d.client.inspect(ctx, id)
+	info, err := d.engine.inspect(ctx, id)
 	if err != nil {
-		_ = d.client.kill(context.WithoutCancel(ctx), id, "SIGKILL")
+		_ = d.engine.kill(context.WithoutCancel(ctx), id, "SIGKILL")
 		cleanup()
 		return fmt.Errorf("inspecting the started container: %w", err)
 	}
@@ -171,5 +172,33 @@ func (d *Docker) start(ctx context.Context, c *ctr, s *spec, body *createBody) e
 	}
 	d.mu.Unlock()
 	d.log.Info("launched Docker container", "container", c.id, "name", c.name, "image", image, "docker_id", id)
+	return nil
+}
+
+// pull fetches the image with the credentials of its registry: those of a
+// docker config file fetched into the sandbox, else --docker_config's. A
+// failure says whose credentials were used.
+func (d *Docker) pull(ctx context.Context, c *ctr, image string) error {
+	auth := d.auth
+	source := "--docker_config"
+	sb, err := sandboxAuth(c.sandbox)
+	if err != nil {
+		return err
+	}
+	if sb != nil {
+		auth, source = sb, "the sandbox's docker config"
+	}
+	header, host, err := auth.header(image)
+	if err != nil {
+		return err
+	}
+	if header == "" {
+		d.log.Info("pulling image", "container", c.id, "image", image)
+		return d.engine.pull(ctx, image, "")
+	}
+	d.log.Info("pulling image", "container", c.id, "image", image, "credentials", source, "registry", host)
+	if err := d.engine.pull(ctx, image, header); err != nil {
+		return fmt.Errorf("with the credentials for %s from %s: %w", host, source, err)
+	}
 	return nil
 }

@@ -3,7 +3,6 @@ package docker
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -11,50 +10,10 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/pkg/stdcopy"
 )
-
-// The Engine multiplexes a non-TTY container's stdout and stderr into one
-// stream of frames: an 8-byte header (stream 1 or 2, three zero bytes, a
-// big-endian uint32 payload size) followed by the payload.
-const (
-	streamStdout  = 1
-	streamStderr  = 2
-	maxFrameBytes = 16 << 20 // the engine splits log lines at 16 KiB
-)
-
-// frameReader reads frames from a multiplexed stream.
-type frameReader struct {
-	r   io.Reader
-	hdr [8]byte
-	buf []byte
-}
-
-// next returns the next frame; its payload is valid until the next call.
-// io.EOF means the stream ended cleanly between frames.
-func (f *frameReader) next() (stream byte, payload []byte, err error) {
-	if _, err := io.ReadFull(f.r, f.hdr[:]); err != nil {
-		if err == io.ErrUnexpectedEOF {
-			return 0, nil, fmt.Errorf("log stream: truncated frame header")
-		}
-		return 0, nil, err
-	}
-	stream = f.hdr[0]
-	if stream > streamStderr {
-		return 0, nil, fmt.Errorf("log stream: unknown stream %d in frame header", stream)
-	}
-	n := binary.BigEndian.Uint32(f.hdr[4:])
-	if n > maxFrameBytes {
-		return 0, nil, fmt.Errorf("log stream: frame of %d bytes exceeds %d", n, maxFrameBytes)
-	}
-	if cap(f.buf) < int(n) {
-		f.buf = make([]byte, n)
-	}
-	f.buf = f.buf[:n]
-	if _, err := io.ReadFull(f.r, f.buf); err != nil {
-		return 0, nil, fmt.Errorf("log stream: truncated frame: %w", err)
-	}
-	return stream, f.buf, nil
-}
 
 // splitTimestamp separates the timestamp the engine puts before each log
 // entry (timestamps=1) from the entry.
@@ -108,40 +67,42 @@ func (s *logSink) close() {
 	s.stderr.Close()
 }
 
-// copyFrom writes the entries of one log stream, skipping those not newer
-// than skip (the cursor when the stream was opened: they were written
-// already, and the engine's since is inclusive); it returns nil when the
-// stream ends cleanly.
+// copyFrom writes the entries of one multiplexed log stream (a non-TTY
+// container's stdout and stderr frames, demultiplexed by stdcopy),
+// skipping those not newer than skip (the cursor when the stream was
+// opened: they were written already, and the engine's since is
+// inclusive); it returns nil when the stream ends cleanly.
 func (s *logSink) copyFrom(r io.Reader, skip time.Time) error {
-	fr := &frameReader{r: r}
-	for {
-		stream, p, err := fr.next()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		ts, entry, err := splitTimestamp(p)
-		if err != nil {
-			return err
-		}
-		if !skip.IsZero() && !ts.After(skip) {
-			continue
-		}
-		w := s.stdout
-		if stream == streamStderr {
-			w = s.stderr
-		}
-		if _, err := w.Write(entry); err != nil {
-			return fmt.Errorf("writing the container's output: %w", err)
-		}
-		s.last = ts
-		if now := s.now(); now.Sub(s.savedAt) >= cursorEvery {
-			s.savedAt = now
-			s.saveCursor()
-		}
+	_, err := stdcopy.StdCopy(&entryWriter{s, s.stdout, skip}, &entryWriter{s, s.stderr, skip}, r)
+	return err
+}
+
+// entryWriter receives the log entries of one stream. stdcopy.StdCopy
+// writes each frame's payload, one timestamped entry, in one Write.
+type entryWriter struct {
+	sink *logSink
+	out  *os.File
+	skip time.Time
+}
+
+func (w *entryWriter) Write(p []byte) (int, error) {
+	ts, entry, err := splitTimestamp(p)
+	if err != nil {
+		return 0, err
 	}
+	if !w.skip.IsZero() && !ts.After(w.skip) {
+		return len(p), nil
+	}
+	if _, err := w.out.Write(entry); err != nil {
+		return 0, fmt.Errorf("writing the container's output: %w", err)
+	}
+	s := w.sink
+	s.last = ts
+	if now := s.now(); now.Sub(s.savedAt) >= cursorEvery {
+		s.savedAt = now
+		s.saveCursor()
+	}
+	return len(p), nil
 }
 
 func readCursor(path string) time.Time {
@@ -174,7 +135,9 @@ func (s *logSink) saveCursor() {
 
 // follow copies the container's output into the sandbox until the
 // container has stopped (the engine then ends the stream) or ctx is done.
-// A broken stream is re-opened from the cursor after a pause.
+// A stream that breaks, or ends while the container still runs (an engine
+// restarted with live-restore, a truncated stream), is re-opened from the
+// cursor after a pause.
 func (d *Docker) follow(ctx context.Context, c *ctr) {
 	defer close(c.logsDone)
 	sink, err := openSink(c.sandbox, d.cursorPath(c.id), d.clock.Now)
@@ -183,21 +146,33 @@ func (d *Docker) follow(ctx context.Context, c *ctr) {
 		return
 	}
 	defer sink.close()
+	endedRunning := 0 // clean ends in a row while the container ran
 	for attempt := 0; ; attempt++ {
 		from := sink.last
-		rc, err := d.client.logs(ctx, c.dockerID, from)
+		rc, err := d.engine.logs(ctx, c.dockerID, from)
 		if err == nil {
 			err = sink.copyFrom(rc, from)
 			rc.Close()
 			if err == nil {
-				return
+				info, ierr := d.engine.inspect(ctx, c.dockerID)
+				if ierr != nil || !info.State.Running {
+					return
+				}
+				// The engine may end the stream an instant before it
+				// marks the container stopped: the first re-open is at
+				// once (a stopped container's stream ends at once).
+				if endedRunning++; endedRunning == 1 {
+					continue
+				}
+				err = errors.New("the output stream ended while the container runs")
+			} else {
+				endedRunning = 0
 			}
 		}
-		if ctx.Err() != nil || isStatus(err, 404) {
+		if ctx.Err() != nil || isNotFound(err) {
 			return
 		}
-		var ae *apiError
-		if errors.As(err, &ae) || attempt >= 20 {
+		if cerrdefs.IsInvalidArgument(err) || attempt >= 20 {
 			d.log.Warn("stopped following container output", "container", c.id, "err", err)
 			return
 		}

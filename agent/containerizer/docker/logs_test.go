@@ -8,24 +8,34 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/moby/moby/api/pkg/stdcopy"
+)
+
+const (
+	streamStdout = stdcopy.Stdout
+	streamStderr = stdcopy.Stderr
 )
 
 type entry struct {
-	stream byte
+	stream stdcopy.StdType
 	ts     time.Time
 	text   string
+}
+
+// frame is one frame of a multiplexed stream: an 8-byte header (the
+// stream, three zero bytes, the big-endian payload size) and the payload.
+func frame(stream stdcopy.StdType, p []byte) []byte {
+	hdr := []byte{byte(stream), 0, 0, 0, 0, 0, 0, 0}
+	binary.BigEndian.PutUint32(hdr[4:], uint32(len(p)))
+	return append(hdr, p...)
 }
 
 // encodeFrames writes entries as the engine does with timestamps=1.
 func encodeFrames(es []entry) []byte {
 	var buf bytes.Buffer
 	for _, e := range es {
-		p := e.ts.UTC().Format(time.RFC3339Nano) + " " + e.text
-		var hdr [8]byte
-		hdr[0] = e.stream
-		binary.BigEndian.PutUint32(hdr[4:], uint32(len(p)))
-		buf.Write(hdr[:])
-		buf.WriteString(p)
+		buf.Write(frame(e.stream, []byte(e.ts.UTC().Format(time.RFC3339Nano)+" "+e.text)))
 	}
 	return buf.Bytes()
 }
@@ -74,50 +84,63 @@ func TestCopyFromSplitsStreamsAndResumes(t *testing.T) {
 	}
 }
 
-func TestFrameReaderErrors(t *testing.T) {
+// A stream the engine cannot have sent, or an engine error in the stream,
+// is an error (the follower re-opens the stream from its cursor); an
+// entry cut short by the end of the stream is not written.
+func TestCopyFromErrors(t *testing.T) {
 	good := encodeFrames([]entry{{streamStdout, time.Unix(1, 0), "x"}})
-	for name, in := range map[string][]byte{
-		"truncated header":  good[:5],
-		"truncated payload": good[:len(good)-1],
-		"unknown stream":    append([]byte{7}, good[1:]...),
-		"huge frame":        {1, 0, 0, 0, 0xff, 0xff, 0xff, 0xff},
+	for name, tc := range map[string]struct {
+		in   []byte
+		want string
+	}{
+		"unknown stream":         {append([]byte{7}, good[1:]...), "unrecognized stream"},
+		"entry without a stamp":  {[]byte{1, 0, 0, 0, 0, 0, 0, 5, 'n', 'o', 't', 's', 'p'}, "timestamp"},
+		"bad timestamp":          {frame(streamStdout, []byte("yesterday x")), "timestamp"},
+		"an error in the stream": {frame(stdcopy.Systemerr, []byte("engine trouble")), "engine trouble"},
 	} {
-		fr := &frameReader{r: bytes.NewReader(in)}
-		if _, _, err := fr.next(); err == nil || err.Error() == "EOF" {
-			t.Errorf("%s: error %v", name, err)
+		dir := t.TempDir()
+		sink, err := openSink(dir, "", time.Now)
+		if err != nil {
+			t.Fatal(err)
 		}
+		if err := sink.copyFrom(bytes.NewReader(tc.in), time.Time{}); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one containing %q", name, err, tc.want)
+		}
+		sink.close()
 	}
-	sink := &logSink{now: time.Now}
-	if err := sink.copyFrom(bytes.NewReader(encodeFrames([]entry{{streamStdout, time.Time{}, ""}})[:8+3]), time.Time{}); err == nil {
-		t.Error("truncated stream accepted")
+	dir := t.TempDir()
+	sink, err := openSink(dir, "", time.Now)
+	if err != nil {
+		t.Fatal(err)
 	}
-	bad := []byte{1, 0, 0, 0, 0, 0, 0, 5, 'n', 'o', 't', 's', 'p'}
-	if err := sink.copyFrom(bytes.NewReader(bad), time.Time{}); err == nil || !strings.Contains(err.Error(), "timestamp") {
-		t.Errorf("entry without timestamp: %v", err)
+	if err := sink.copyFrom(bytes.NewReader(good[:len(good)-1]), time.Time{}); err != nil {
+		t.Errorf("truncated stream: %v", err)
+	}
+	sink.close()
+	if b, _ := os.ReadFile(filepath.Join(dir, "stdout")); len(b) != 0 {
+		t.Errorf("a truncated entry was written: %q", b)
 	}
 }
 
-// The frame reader never panics and reads back what was framed.
-func FuzzFrameReader(f *testing.F) {
-	f.Add(encodeFrames([]entry{{streamStdout, time.Unix(5, 7), "hello\n"}, {streamStderr, time.Unix(6, 0), ""}}))
-	f.Add([]byte{2, 0, 0, 0, 0, 0, 0, 0})
+// An entry, whatever its bytes, never panics the writer, which writes at
+// most the entry.
+func FuzzEntryWriter(f *testing.F) {
+	f.Add([]byte("2025-01-02T03:04:05.000000006Z hello\n"))
+	f.Add([]byte("x"))
 	f.Add([]byte{})
-	f.Fuzz(func(t *testing.T, data []byte) {
-		fr := &frameReader{r: bytes.NewReader(data)}
-		total := 0
-		for {
-			stream, p, err := fr.next()
-			if err != nil {
-				break
-			}
-			if stream > streamStderr {
-				t.Fatalf("stream %d", stream)
-			}
-			total += 8 + len(p)
-			_, _, _ = splitTimestamp(p)
+	f.Fuzz(func(t *testing.T, p []byte) {
+		dir := t.TempDir()
+		sink, err := openSink(dir, "", time.Now)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if total > len(data) {
-			t.Fatalf("read %d bytes from %d", total, len(data))
+		n, err := (&entryWriter{sink: sink, out: sink.stdout}).Write(p)
+		sink.close()
+		if err == nil && n != len(p) {
+			t.Fatalf("wrote %d of %d without an error", n, len(p))
+		}
+		if b, _ := os.ReadFile(filepath.Join(dir, "stdout")); len(b) > len(p) {
+			t.Fatalf("wrote %d bytes from %d", len(b), len(p))
 		}
 	})
 }

@@ -2,8 +2,11 @@ package docker
 
 import (
 	"fmt"
+	"net/netip"
 	"strconv"
 	"strings"
+
+	"github.com/moby/moby/api/types/container"
 )
 
 // applyParameter maps one DockerInfo parameter (a `docker run` option
@@ -11,15 +14,15 @@ import (
 // create body. Only options with a direct Engine API equivalent are
 // supported; others are an error naming the key rather than being dropped
 // silently.
-func applyParameter(b *createBody, key, value string) error {
-	hc := &b.HostConfig
+func applyParameter(b *createSpec, key, value string) error {
+	cfg, hc := &b.config, &b.host
 	var err error
 	switch key {
 	case "env", "e":
 		if !strings.Contains(value, "=") {
 			return fmt.Errorf("%q: want NAME=VALUE", key)
 		}
-		b.Env = append(b.Env, value)
+		cfg.Env = append(cfg.Env, value)
 	case "label", "l":
 		k, v, _ := strings.Cut(value, "=")
 		if k == "" {
@@ -28,20 +31,20 @@ func applyParameter(b *createBody, key, value string) error {
 		if strings.HasPrefix(k, "org.mezzo.") {
 			return fmt.Errorf("%q: label %q is reserved for the containerizer", key, k)
 		}
-		b.Labels[k] = v
+		cfg.Labels[k] = v
 	case "user", "u":
-		b.User = value
+		cfg.User = value
 	case "workdir", "w":
-		b.WorkingDir = value
+		cfg.WorkingDir = value
 	case "hostname", "h":
 		if hc.NetworkMode == "host" {
 			return fmt.Errorf("%q cannot be set with HOST networking", key)
 		}
-		b.Hostname = value
+		cfg.Hostname = value
 	case "entrypoint":
-		b.Entrypoint = []string{value}
+		cfg.Entrypoint = []string{value}
 	case "stop-signal":
-		b.StopSignal = value
+		cfg.StopSignal = value
 	case "volume", "v":
 		if !strings.Contains(value, ":") {
 			return fmt.Errorf("%q: want SOURCE:TARGET[:MODE]", key)
@@ -54,27 +57,30 @@ func applyParameter(b *createBody, key, value string) error {
 	case "cap-drop":
 		hc.CapDrop = append(hc.CapDrop, value)
 	case "dns":
-		hc.Dns = append(hc.Dns, value)
+		var ip netip.Addr
+		if ip, err = netip.ParseAddr(value); err == nil {
+			hc.DNS = append(hc.DNS, ip)
+		}
 	case "dns-search":
-		hc.DnsSearch = append(hc.DnsSearch, value)
+		hc.DNSSearch = append(hc.DNSSearch, value)
 	case "dns-opt", "dns-option":
-		hc.DnsOptions = append(hc.DnsOptions, value)
+		hc.DNSOptions = append(hc.DNSOptions, value)
 	case "security-opt":
 		hc.SecurityOpt = append(hc.SecurityOpt, value)
 	case "group-add":
 		hc.GroupAdd = append(hc.GroupAdd, value)
 	case "pid":
-		hc.PidMode = value
+		hc.PidMode = container.PidMode(value)
 	case "ipc":
-		hc.IpcMode = value
+		hc.IpcMode = container.IpcMode(value)
 	case "cpuset-cpus":
 		hc.CpusetCpus = value
 	case "cpu-shares", "c":
-		hc.CpuShares, err = strconv.ParseInt(value, 10, 64)
+		hc.CPUShares, err = strconv.ParseInt(value, 10, 64)
 	case "cpu-quota":
-		hc.CpuQuota, err = strconv.ParseInt(value, 10, 64)
+		hc.CPUQuota, err = strconv.ParseInt(value, 10, 64)
 	case "cpu-period":
-		hc.CpuPeriod, err = strconv.ParseInt(value, 10, 64)
+		hc.CPUPeriod, err = strconv.ParseInt(value, 10, 64)
 	case "memory", "m":
 		hc.Memory, err = parseBytes(value)
 	case "memory-reservation":
@@ -88,7 +94,10 @@ func applyParameter(b *createBody, key, value string) error {
 	case "shm-size":
 		hc.ShmSize, err = parseBytes(value)
 	case "pids-limit":
-		hc.PidsLimit, err = strconv.ParseInt(value, 10, 64)
+		var n int64
+		if n, err = strconv.ParseInt(value, 10, 64); err == nil {
+			hc.PidsLimit = &n
+		}
 	case "oom-score-adj":
 		hc.OomScoreAdj, err = strconv.Atoi(value)
 	case "oom-kill-disable", "init", "read-only", "privileged":
@@ -106,12 +115,12 @@ func applyParameter(b *createBody, key, value string) error {
 			}
 		}
 	case "ulimit":
-		var u ulimit
+		var u *container.Ulimit
 		if u, err = parseUlimit(value); err == nil {
 			hc.Ulimits = append(hc.Ulimits, u)
 		}
 	case "device":
-		var d device
+		var d container.DeviceMapping
 		if d, err = parseDevice(value); err == nil {
 			hc.Devices = append(hc.Devices, d)
 		}
@@ -134,17 +143,11 @@ func applyParameter(b *createBody, key, value string) error {
 		}
 		hc.Tmpfs[p] = opts
 	case "log-driver":
-		if hc.LogConfig == nil {
-			hc.LogConfig = &logConfig{}
-		}
 		hc.LogConfig.Type = value
 	case "log-opt":
 		k, v, ok := strings.Cut(value, "=")
 		if !ok || k == "" {
 			return fmt.Errorf("%q: want KEY=VALUE", key)
-		}
-		if hc.LogConfig == nil {
-			hc.LogConfig = &logConfig{}
 		}
 		if hc.LogConfig.Config == nil {
 			hc.LogConfig.Config = map[string]string{}
@@ -195,32 +198,32 @@ func parseBytes(s string) (int64, error) {
 }
 
 // parseUlimit reads NAME=SOFT[:HARD].
-func parseUlimit(s string) (ulimit, error) {
+func parseUlimit(s string) (*container.Ulimit, error) {
 	name, lim, ok := strings.Cut(s, "=")
 	if !ok || name == "" {
-		return ulimit{}, fmt.Errorf("want NAME=SOFT[:HARD], got %q", s)
+		return nil, fmt.Errorf("want NAME=SOFT[:HARD], got %q", s)
 	}
 	softS, hardS, hasHard := strings.Cut(lim, ":")
 	soft, err := strconv.ParseInt(softS, 10, 64)
 	if err != nil {
-		return ulimit{}, fmt.Errorf("invalid soft limit in %q", s)
+		return nil, fmt.Errorf("invalid soft limit in %q", s)
 	}
 	hard := soft
 	if hasHard {
 		if hard, err = strconv.ParseInt(hardS, 10, 64); err != nil {
-			return ulimit{}, fmt.Errorf("invalid hard limit in %q", s)
+			return nil, fmt.Errorf("invalid hard limit in %q", s)
 		}
 	}
-	return ulimit{Name: name, Soft: soft, Hard: hard}, nil
+	return &container.Ulimit{Name: name, Soft: soft, Hard: hard}, nil
 }
 
 // parseDevice reads HOST[:CONTAINER[:PERMISSIONS]].
-func parseDevice(s string) (device, error) {
+func parseDevice(s string) (container.DeviceMapping, error) {
 	parts := strings.Split(s, ":")
 	if len(parts) > 3 || !strings.HasPrefix(parts[0], "/") {
-		return device{}, fmt.Errorf("want /HOST[:CONTAINER[:rwm]], got %q", s)
+		return container.DeviceMapping{}, fmt.Errorf("want /HOST[:CONTAINER[:rwm]], got %q", s)
 	}
-	d := device{PathOnHost: parts[0], PathInContainer: parts[0], CgroupPermissions: "rwm"}
+	d := container.DeviceMapping{PathOnHost: parts[0], PathInContainer: parts[0], CgroupPermissions: "rwm"}
 	if len(parts) > 1 && parts[1] != "" {
 		d.PathInContainer = parts[1]
 	}

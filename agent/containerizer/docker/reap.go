@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"time"
 
 	"mezzo/agent/containerizer"
@@ -41,7 +40,7 @@ func (d *Docker) reap(c *ctr) {
 		Message:   fmt.Sprintf("Container exited with status %d", code),
 		Recovered: c.recovered,
 	}
-	if info, err := d.client.inspect(d.bg, c.dockerID); err == nil && info.State.OOMKilled {
+	if info, err := d.engine.inspect(d.bg, c.dockerID); err == nil && info.State.OOMKilled {
 		d.mu.Lock()
 		if c.limitation == nil {
 			c.limitation = &containerizer.Limitation{
@@ -59,14 +58,14 @@ func (d *Docker) reap(c *ctr) {
 // a broken connection to the engine is retried.
 func (d *Docker) waitStopped(c *ctr) (int, error) {
 	for attempt := 0; ; attempt++ {
-		code, err := d.client.wait(d.bg, c.dockerID)
+		code, err := d.engine.wait(d.bg, c.dockerID)
 		if err == nil {
 			return code, nil
 		}
 		if d.bg.Err() != nil {
 			return 0, err
 		}
-		if isStatus(err, http.StatusNotFound) {
+		if isNotFound(err) {
 			return 0, errors.New("the container disappeared (removed outside the agent)")
 		}
 		d.log.Warn("waiting for container", "container", c.id, "err", err)
@@ -115,7 +114,7 @@ func (d *Docker) scheduleRemoval(c *ctr) {
 }
 
 func (d *Docker) removeNow(c *ctr) {
-	if err := d.client.remove(d.bg, c.dockerID); err != nil && d.bg.Err() == nil {
+	if err := d.engine.remove(d.bg, c.dockerID); err != nil && d.bg.Err() == nil {
 		d.log.Warn("removing container", "container", c.id, "err", err)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -38,7 +37,10 @@ func (d *Docker) RecoverKnown(ctx context.Context, known []string) ([]containeri
 }
 
 func (d *Docker) recover(ctx context.Context, known map[string]bool) ([]containerizer.Recovered, error) {
-	list, err := d.client.list(ctx, labelOwner+"="+d.owner)
+	if err := d.engine.negotiate(ctx); err != nil {
+		return nil, fmt.Errorf("recovering Docker containers: %w", err)
+	}
+	list, err := d.engine.list(ctx, labelOwner+"="+d.owner)
 	if err != nil {
 		return nil, fmt.Errorf("recovering Docker containers: %w", err)
 	}
@@ -57,8 +59,8 @@ func (d *Docker) recover(ctx context.Context, known map[string]bool) ([]containe
 				continue
 			}
 			d.log.Info("removing orphan Docker container", "container", id, "docker_id", s.ID, "state", s.State)
-			err := d.client.remove(ctx, s.ID)
-			if err != nil && !isStatus(err, http.StatusNotFound) && !isStatus(err, http.StatusConflict) {
+			err := d.engine.remove(ctx, s.ID)
+			if err != nil && !isNotFound(err) && !isConflict(err) {
 				// An orphan that cannot be removed does not stop the
 				// agent's recovery (its own containers are fine).
 				d.log.Warn("removing orphan Docker container", "container", id, "docker_id", s.ID, "err", err)
@@ -80,7 +82,7 @@ func (d *Docker) recover(ctx context.Context, known map[string]bool) ([]containe
 
 // reattach adopts one container left by a previous agent process.
 func (d *Docker) reattach(ctx context.Context, id, dockerID string) (containerizer.Recovered, error) {
-	info, err := d.client.inspect(ctx, dockerID)
+	info, err := d.engine.inspect(ctx, dockerID)
 	if err != nil {
 		return containerizer.Recovered{}, fmt.Errorf("recovering container %s: %w", id, err)
 	}
@@ -88,7 +90,7 @@ func (d *Docker) reattach(ctx context.Context, id, dockerID string) (containeriz
 	c := &ctr{
 		id: id, name: info.Name, sandbox: sandbox, dockerID: dockerID,
 		pid: info.State.Pid, started: parseTime(info.State.StartedAt),
-		cpus: float64(info.HostConfig.CpuShares) / cpuSharesPerCPU, memLimit: info.HostConfig.Memory,
+		cpus: float64(info.HostConfig.CPUShares) / cpuSharesPerCPU, memLimit: info.HostConfig.Memory,
 		stopSignal: info.Config.StopSignal, recovered: true,
 		done: make(chan struct{}), logsDone: make(chan struct{}),
 	}

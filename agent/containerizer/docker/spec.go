@@ -11,6 +11,9 @@ import (
 	"mezzo/agent/containerizer"
 	"mezzo/api/mesos"
 	"mezzo/internal/secrets"
+
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/network"
 )
 
 // Mesos's constants for Docker containers.
@@ -73,9 +76,9 @@ func validateImage(image string) error {
 	return nil
 }
 
-// build turns a spec into the body of POST /containers/create. Errors name
-// the offending field.
-func build(s *spec, o buildOptions) (*createBody, error) {
+// build turns a spec into the container's configuration for POST
+// /containers/create. Errors name the offending field.
+func build(s *spec, o buildOptions) (*createSpec, error) {
 	if !nameRE.MatchString(s.containerID) {
 		return nil, fmt.Errorf("container id %q is not usable as a Docker container name", s.containerID)
 	}
@@ -94,21 +97,21 @@ func build(s *spec, o buildOptions) (*createBody, error) {
 		return nil, err
 	}
 	name := containerName(s.containerID)
-	b := &createBody{
+	b := &createSpec{config: container.Config{
 		Image: di.GetImage(),
 		Labels: map[string]string{
 			labelOwner:     o.owner,
 			labelContainer: s.containerID,
 			labelSandbox:   s.sandbox,
 		},
-	}
-	hc := &b.HostConfig
+	}}
+	hc := &b.host
 	hc.Privileged = di.GetPrivileged()
 
-	if err := setResources(hc, s.resources, s.limits, o.enableCFS); err != nil {
+	if err := setResources(&hc.Resources, s.resources, s.limits, o.enableCFS); err != nil {
 		return nil, err
 	}
-	b.Env = environment(s, name, o.sandboxDir)
+	b.config.Env = environment(s, name, o.sandboxDir)
 	if err := setVolumes(hc, s, o); err != nil {
 		return nil, err
 	}
@@ -120,7 +123,7 @@ func build(s *spec, o buildOptions) (*createBody, error) {
 			return nil, fmt.Errorf("'container.docker.parameters[%d]': %w", i, err)
 		}
 	}
-	if err := setCommand(b, s.command); err != nil {
+	if err := setCommand(&b.config, s.command); err != nil {
 		return nil, err
 	}
 	return b, nil
@@ -153,15 +156,15 @@ func portRanges(rs []*mesos.Resource) []*mesos.Value_Range {
 // 2); a cpu quota from the cpus limit, or from the request with
 // --cgroups_enable_cfs; memory limit = the mem limit or request (at least
 // 32 MB), with the request as the reservation when a limit is given.
-func setResources(hc *hostConfig, rs []*mesos.Resource, limits map[string]*mesos.Value_Scalar, cfs bool) error {
+func setResources(hc *container.Resources, rs []*mesos.Resource, limits map[string]*mesos.Value_Scalar, cfs bool) error {
 	cpus, hasCPUs := scalar(rs, "cpus")
 	mem, hasMem := scalar(rs, "mem")
 	if hasCPUs {
-		hc.CpuShares = max(int64(cpuSharesPerCPU*cpus), minCPUShares)
+		hc.CPUShares = max(int64(cpuSharesPerCPU*cpus), minCPUShares)
 	}
 	quota := func(c float64) {
-		hc.CpuPeriod = cfsPeriodUsecs
-		hc.CpuQuota = max(int64(c*cfsPeriodUsecs), minCFSQuota)
+		hc.CPUPeriod = cfsPeriodUsecs
+		hc.CPUQuota = max(int64(c*cfsPeriodUsecs), minCFSQuota)
 	}
 	if l, ok := limits["cpus"]; ok {
 		if v := l.GetValue(); !math.IsInf(v, 1) {
@@ -242,7 +245,7 @@ func allocationRole(rs []*mesos.Resource) string {
 // relative container_path is under the sandbox mount; a relative host_path
 // is under the host sandbox; both relative is an error), then mounts the
 // sandbox itself.
-func setVolumes(hc *hostConfig, s *spec, o buildOptions) error {
+func setVolumes(hc *container.HostConfig, s *spec, o buildOptions) error {
 	driver := s.container.GetDocker().GetVolumeDriver()
 	for i, v := range s.container.GetVolumes() {
 		field := fmt.Sprintf("'container.volumes[%d]'", i)
@@ -331,9 +334,9 @@ func setVolumes(hc *hostConfig, s *spec, o buildOptions) error {
 
 // setNetwork applies the network mode, hostname and port mappings. Host
 // ports must lie in the container's 'ports' resources.
-func setNetwork(b *createBody, ci *mesos.ContainerInfo, rs []*mesos.Resource) error {
+func setNetwork(b *createSpec, ci *mesos.ContainerInfo, rs []*mesos.Resource) error {
 	di := ci.GetDocker()
-	hc := &b.HostConfig
+	hc := &b.host
 	switch di.GetNetwork() { // unset means HOST, the proto default
 	case mesos.ContainerInfo_DockerInfo_HOST:
 		hc.NetworkMode = "host"
@@ -349,7 +352,7 @@ func setNetwork(b *createBody, ci *mesos.ContainerInfo, rs []*mesos.Resource) er
 		if nis[0].GetName() == "" {
 			return fmt.Errorf("'container.network_infos[0].name' is empty")
 		}
-		hc.NetworkMode = nis[0].GetName()
+		hc.NetworkMode = container.NetworkMode(nis[0].GetName())
 	default:
 		return fmt.Errorf("'container.docker.network' %v is not supported", di.GetNetwork())
 	}
@@ -357,7 +360,7 @@ func setNetwork(b *createBody, ci *mesos.ContainerInfo, rs []*mesos.Resource) er
 		if hc.NetworkMode == "host" {
 			return fmt.Errorf("'container.hostname' cannot be set with HOST networking")
 		}
-		b.Hostname = ci.GetHostname()
+		b.config.Hostname = ci.GetHostname()
 	}
 	pms := di.GetPortMappings()
 	if len(pms) == 0 {
@@ -370,8 +373,8 @@ func setNetwork(b *createBody, ci *mesos.ContainerInfo, rs []*mesos.Resource) er
 	if len(ranges) == 0 {
 		return fmt.Errorf("'container.docker.port_mappings' require 'ports' resources")
 	}
-	b.ExposedPorts = map[string]struct{}{}
-	hc.PortBindings = map[string][]portBinding{}
+	b.config.ExposedPorts = network.PortSet{}
+	hc.PortBindings = network.PortMap{}
 	for i, pm := range pms {
 		hp, cp := pm.GetHostPort(), pm.GetContainerPort()
 		if cp == 0 || cp > 65535 || hp == 0 || hp > 65535 {
@@ -395,9 +398,9 @@ func setNetwork(b *createBody, ci *mesos.ContainerInfo, rs []*mesos.Resource) er
 		default:
 			return fmt.Errorf("'container.docker.port_mappings[%d].protocol' %q is not tcp, udp or sctp", i, pm.GetProtocol())
 		}
-		key := strconv.Itoa(int(cp)) + "/" + proto
-		b.ExposedPorts[key] = struct{}{}
-		hc.PortBindings[key] = append(hc.PortBindings[key], portBinding{HostPort: strconv.Itoa(int(hp))})
+		key, _ := network.PortFrom(uint16(cp), network.IPProtocol(proto))
+		b.config.ExposedPorts[key] = struct{}{}
+		hc.PortBindings[key] = append(hc.PortBindings[key], network.PortBinding{HostPort: strconv.Itoa(int(hp))})
 	}
 	return nil
 }
@@ -405,7 +408,7 @@ func setNetwork(b *createBody, ci *mesos.ContainerInfo, rs []*mesos.Resource) er
 // setCommand applies Mesos's rules: shell → entrypoint /bin/sh with
 // arguments "-c" and the value; otherwise the image's entrypoint with the
 // value (if any) followed by the arguments as its arguments.
-func setCommand(b *createBody, cmd *mesos.CommandInfo) error {
+func setCommand(b *container.Config, cmd *mesos.CommandInfo) error {
 	if cmd == nil {
 		return nil
 	}

@@ -10,6 +10,8 @@ import (
 	"mezzo/agent/containerizer"
 	"mezzo/api/mesos"
 
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/network"
 	"google.golang.org/protobuf/proto"
 	"pgregory.net/rapid"
 )
@@ -57,51 +59,51 @@ func TestBuild(t *testing.T) {
 	cases := []struct {
 		name  string
 		edit  func(s *spec)
-		check func(t *testing.T, b *createBody)
+		check func(t *testing.T, b *createSpec)
 		err   string // substring of the expected error
 	}{
-		{name: "defaults", check: func(t *testing.T, b *createBody) {
+		{name: "defaults", check: func(t *testing.T, b *createSpec) {
 			want := []string{"MESOS_SANDBOX=/mnt/mesos/sandbox", "MESOS_CONTAINER_NAME=mesos-c1"}
-			if !reflect.DeepEqual(b.Env, want) {
-				t.Errorf("env %q, want %q", b.Env, want)
+			if !reflect.DeepEqual(b.config.Env, want) {
+				t.Errorf("env %q, want %q", b.config.Env, want)
 			}
-			if b.HostConfig.NetworkMode != "host" || b.Cmd != nil || b.Entrypoint != nil {
-				t.Errorf("network %q cmd %q entrypoint %q", b.HostConfig.NetworkMode, b.Cmd, b.Entrypoint)
+			if b.host.NetworkMode != "host" || b.config.Cmd != nil || b.config.Entrypoint != nil {
+				t.Errorf("network %q cmd %q entrypoint %q", b.host.NetworkMode, b.config.Cmd, b.config.Entrypoint)
 			}
-			if !slices.Equal(b.HostConfig.Binds, []string{"/sb:/mnt/mesos/sandbox"}) {
-				t.Errorf("binds %q", b.HostConfig.Binds)
+			if !slices.Equal(b.host.Binds, []string{"/sb:/mnt/mesos/sandbox"}) {
+				t.Errorf("binds %q", b.host.Binds)
 			}
-			if b.Labels[labelOwner] != "o" || b.Labels[labelContainer] != "c1" || b.Labels[labelSandbox] != "/sb" {
-				t.Errorf("labels %v", b.Labels)
+			if b.config.Labels[labelOwner] != "o" || b.config.Labels[labelContainer] != "c1" || b.config.Labels[labelSandbox] != "/sb" {
+				t.Errorf("labels %v", b.config.Labels)
 			}
 		}},
 		{name: "unset network is HOST", edit: func(s *spec) { s.container.Docker.Network = nil },
-			check: func(t *testing.T, b *createBody) {
-				if b.HostConfig.NetworkMode != "host" {
-					t.Errorf("network %q", b.HostConfig.NetworkMode)
+			check: func(t *testing.T, b *createSpec) {
+				if b.host.NetworkMode != "host" {
+					t.Errorf("network %q", b.host.NetworkMode)
 				}
 			}},
 		{name: "shell command", edit: func(s *spec) {
 			s.command = &mesos.CommandInfo{Value: proto.String("echo $HOME"), Arguments: []string{"ignored"}}
-		}, check: func(t *testing.T, b *createBody) {
-			if !slices.Equal(b.Entrypoint, []string{"/bin/sh"}) || !slices.Equal(b.Cmd, []string{"-c", "echo $HOME"}) {
-				t.Errorf("entrypoint %q cmd %q", b.Entrypoint, b.Cmd)
+		}, check: func(t *testing.T, b *createSpec) {
+			if !slices.Equal(b.config.Entrypoint, []string{"/bin/sh"}) || !slices.Equal(b.config.Cmd, []string{"-c", "echo $HOME"}) {
+				t.Errorf("entrypoint %q cmd %q", b.config.Entrypoint, b.config.Cmd)
 			}
 		}},
 		{name: "shell without value", edit: func(s *spec) { s.command = &mesos.CommandInfo{Shell: proto.Bool(true)} },
 			err: "'command.value' is missing"},
 		{name: "plain command keeps the entrypoint", edit: func(s *spec) {
 			s.command = &mesos.CommandInfo{Shell: proto.Bool(false), Value: proto.String("serve"), Arguments: []string{":80", "hi"}}
-		}, check: func(t *testing.T, b *createBody) {
-			if b.Entrypoint != nil || !slices.Equal(b.Cmd, []string{"serve", ":80", "hi"}) {
-				t.Errorf("entrypoint %q cmd %q", b.Entrypoint, b.Cmd)
+		}, check: func(t *testing.T, b *createSpec) {
+			if b.config.Entrypoint != nil || !slices.Equal(b.config.Cmd, []string{"serve", ":80", "hi"}) {
+				t.Errorf("entrypoint %q cmd %q", b.config.Entrypoint, b.config.Cmd)
 			}
 		}},
 		{name: "plain command without value: arguments only", edit: func(s *spec) {
 			s.command = &mesos.CommandInfo{Shell: proto.Bool(false), Arguments: []string{"a", "b"}}
-		}, check: func(t *testing.T, b *createBody) {
-			if !slices.Equal(b.Cmd, []string{"a", "b"}) {
-				t.Errorf("cmd %q", b.Cmd)
+		}, check: func(t *testing.T, b *createSpec) {
+			if !slices.Equal(b.config.Cmd, []string{"a", "b"}) {
+				t.Errorf("cmd %q", b.config.Cmd)
 			}
 		}},
 		{name: "environment precedence", edit: func(s *spec) {
@@ -113,10 +115,10 @@ func TestBuild(t *testing.T) {
 			}}}
 			s.resources = []*mesos.Resource{{Name: proto.String("cpus"), Type: mesos.Value_SCALAR.Enum(),
 				Scalar: &mesos.Value_Scalar{Value: proto.Float64(1)}, AllocationInfo: &mesos.Resource_AllocationInfo{Role: proto.String("web")}}}
-		}, check: func(t *testing.T, b *createBody) {
+		}, check: func(t *testing.T, b *createSpec) {
 			want := []string{"A=base", "MESOS_SANDBOX=/mnt/mesos/sandbox", "B=cmd", "MESOS_CONTAINER_NAME=mesos-c1", "MESOS_ALLOCATION_ROLE=web"}
-			if !reflect.DeepEqual(b.Env, want) {
-				t.Errorf("env %q, want %q", b.Env, want)
+			if !reflect.DeepEqual(b.config.Env, want) {
+				t.Errorf("env %q, want %q", b.config.Env, want)
 			}
 		}},
 		{name: "volumes", edit: func(s *spec) {
@@ -130,11 +132,11 @@ func TestBuild(t *testing.T) {
 				{ContainerPath: proto.String("/skipped"), Mode: mesos.Volume_RW.Enum(), Source: &mesos.Volume_Source{
 					Type: mesos.Volume_Source_SANDBOX_PATH.Enum()}},
 			}
-		}, check: func(t *testing.T, b *createBody) {
+		}, check: func(t *testing.T, b *createSpec) {
 			want := []string{"/srv/data:/data:ro", "/abs:/mnt/mesos/sandbox/rel:rw", "/sb/sub/dir:/inside:rw",
 				"vol1:/named:rw", "/sb:/mnt/mesos/sandbox"}
-			if !slices.Equal(b.HostConfig.Binds, want) || b.HostConfig.VolumeDriver != "local" {
-				t.Errorf("binds %q driver %q", b.HostConfig.Binds, b.HostConfig.VolumeDriver)
+			if !slices.Equal(b.host.Binds, want) || b.host.VolumeDriver != "local" {
+				t.Errorf("binds %q driver %q", b.host.Binds, b.host.VolumeDriver)
 			}
 		}},
 		{name: "persistent volumes", edit: func(s *spec) {
@@ -142,11 +144,11 @@ func TestBuild(t *testing.T) {
 				{HostPath: "/w/volumes/roles/db/v1", ContainerPath: "data"},
 				{HostPath: "/w/volumes/roles/a b/v2", ContainerPath: "/var/lib/db", ReadOnly: true},
 			}
-		}, check: func(t *testing.T, b *createBody) {
+		}, check: func(t *testing.T, b *createSpec) {
 			want := []string{"/sb:/mnt/mesos/sandbox", "/w/volumes/roles/db/v1:/mnt/mesos/sandbox/data:rw",
 				"/w/volumes/roles/a b/v2:/var/lib/db:ro"}
-			if !slices.Equal(b.HostConfig.Binds, want) {
-				t.Errorf("binds %q, want %q", b.HostConfig.Binds, want)
+			if !slices.Equal(b.host.Binds, want) {
+				t.Errorf("binds %q, want %q", b.host.Binds, want)
 			}
 		}},
 		{name: "persistent volume leaving the sandbox", edit: func(s *spec) {
@@ -169,14 +171,14 @@ func TestBuild(t *testing.T) {
 			s.container.Docker.PortMappings = []*mesos.ContainerInfo_DockerInfo_PortMapping{mapping(31000, 8080, ""), mapping(31001, 53, "UDP")}
 			s.container.Hostname = proto.String("web")
 			s.resources = []*mesos.Resource{portsRes(31000, 31001)}
-		}, check: func(t *testing.T, b *createBody) {
-			hc := b.HostConfig
-			if hc.NetworkMode != "bridge" || b.Hostname != "web" {
-				t.Errorf("network %q hostname %q", hc.NetworkMode, b.Hostname)
+		}, check: func(t *testing.T, b *createSpec) {
+			hc := b.host
+			if hc.NetworkMode != "bridge" || b.config.Hostname != "web" {
+				t.Errorf("network %q hostname %q", hc.NetworkMode, b.config.Hostname)
 			}
-			want := map[string][]portBinding{"8080/tcp": {{HostPort: "31000"}}, "53/udp": {{HostPort: "31001"}}}
-			if !reflect.DeepEqual(hc.PortBindings, want) || len(b.ExposedPorts) != 2 {
-				t.Errorf("bindings %v exposed %v", hc.PortBindings, b.ExposedPorts)
+			want := network.PortMap{network.MustParsePort("8080/tcp"): {{HostPort: "31000"}}, network.MustParsePort("53/udp"): {{HostPort: "31001"}}}
+			if !reflect.DeepEqual(hc.PortBindings, want) || len(b.config.ExposedPorts) != 2 {
+				t.Errorf("bindings %v exposed %v", hc.PortBindings, b.config.ExposedPorts)
 			}
 		}},
 		{name: "host port outside the ports resources", edit: func(s *spec) {
@@ -201,40 +203,40 @@ func TestBuild(t *testing.T) {
 		{name: "user network", edit: func(s *spec) {
 			s.container = dockerInfo("img", mesos.ContainerInfo_DockerInfo_USER)
 			s.container.NetworkInfos = []*mesos.NetworkInfo{{Name: proto.String("overlay1")}}
-		}, check: func(t *testing.T, b *createBody) {
-			if b.HostConfig.NetworkMode != "overlay1" {
-				t.Errorf("network %q", b.HostConfig.NetworkMode)
+		}, check: func(t *testing.T, b *createSpec) {
+			if b.host.NetworkMode != "overlay1" {
+				t.Errorf("network %q", b.host.NetworkMode)
 			}
 		}},
 		{name: "user network without a name", edit: func(s *spec) {
 			s.container = dockerInfo("img", mesos.ContainerInfo_DockerInfo_USER)
 		}, err: "'container.network_infos' must name exactly one network"},
 		{name: "none network", edit: func(s *spec) { s.container = dockerInfo("img", mesos.ContainerInfo_DockerInfo_NONE) },
-			check: func(t *testing.T, b *createBody) {
-				if b.HostConfig.NetworkMode != "none" {
-					t.Errorf("network %q", b.HostConfig.NetworkMode)
+			check: func(t *testing.T, b *createSpec) {
+				if b.host.NetworkMode != "none" {
+					t.Errorf("network %q", b.host.NetworkMode)
 				}
 			}},
 		{name: "cpu shares and memory", edit: func(s *spec) {
 			s.resources = []*mesos.Resource{scalarRes("cpus", 0.5), scalarRes("cpus", 1), scalarRes("mem", 128), scalarRes("disk", 10)}
-		}, check: func(t *testing.T, b *createBody) {
-			hc := b.HostConfig
-			if hc.CpuShares != 1536 || hc.Memory != 128<<20 || hc.CpuQuota != 0 || hc.MemoryReservation != 0 {
-				t.Errorf("shares %d memory %d quota %d reservation %d", hc.CpuShares, hc.Memory, hc.CpuQuota, hc.MemoryReservation)
+		}, check: func(t *testing.T, b *createSpec) {
+			hc := b.host
+			if hc.CPUShares != 1536 || hc.Memory != 128<<20 || hc.CPUQuota != 0 || hc.MemoryReservation != 0 {
+				t.Errorf("shares %d memory %d quota %d reservation %d", hc.CPUShares, hc.Memory, hc.CPUQuota, hc.MemoryReservation)
 			}
 		}},
 		{name: "minimums", edit: func(s *spec) { s.resources = []*mesos.Resource{scalarRes("cpus", 0.001), scalarRes("mem", 4)} },
-			check: func(t *testing.T, b *createBody) {
-				if b.HostConfig.CpuShares != 2 || b.HostConfig.Memory != 32<<20 {
-					t.Errorf("shares %d memory %d", b.HostConfig.CpuShares, b.HostConfig.Memory)
+			check: func(t *testing.T, b *createSpec) {
+				if b.host.CPUShares != 2 || b.host.Memory != 32<<20 {
+					t.Errorf("shares %d memory %d", b.host.CPUShares, b.host.Memory)
 				}
 			}},
 		{name: "limits", edit: func(s *spec) {
 			s.resources = []*mesos.Resource{scalarRes("cpus", 1), scalarRes("mem", 64)}
 			s.limits = map[string]*mesos.Value_Scalar{"cpus": {Value: proto.Float64(2)}, "mem": {Value: proto.Float64(math.Inf(1))}}
-		}, check: func(t *testing.T, b *createBody) {
-			hc := b.HostConfig
-			if hc.CpuShares != 1024 || hc.CpuQuota != 200000 || hc.CpuPeriod != 100000 || hc.Memory != 0 || hc.MemoryReservation != 64<<20 {
+		}, check: func(t *testing.T, b *createSpec) {
+			hc := b.host
+			if hc.CPUShares != 1024 || hc.CPUQuota != 200000 || hc.CPUPeriod != 100000 || hc.Memory != 0 || hc.MemoryReservation != 64<<20 {
 				t.Errorf("%+v", hc)
 			}
 		}},
@@ -250,10 +252,10 @@ func TestBuild(t *testing.T) {
 				{Key: proto.String("ulimit"), Value: proto.String("nofile=1024:2048")},
 				{Key: proto.String("init"), Value: proto.String("")},
 			}
-		}, check: func(t *testing.T, b *createBody) {
-			hc := b.HostConfig
-			if !hc.Privileged || !slices.Contains(b.Env, "X=1") || b.Labels["team"] != "a" || b.User != "nobody" ||
-				hc.MemorySwap != 1<<30 || !reflect.DeepEqual(hc.Ulimits, []ulimit{{"nofile", 1024, 2048}}) || hc.Init == nil || !*hc.Init {
+		}, check: func(t *testing.T, b *createSpec) {
+			hc := b.host
+			if !hc.Privileged || !slices.Contains(b.config.Env, "X=1") || b.config.Labels["team"] != "a" || b.config.User != "nobody" ||
+				hc.MemorySwap != 1<<30 || !reflect.DeepEqual(hc.Ulimits, []*container.Ulimit{{Name: "nofile", Soft: 1024, Hard: 2048}}) || hc.Init == nil || !*hc.Init {
 				t.Errorf("%+v", b)
 			}
 		}},
@@ -298,7 +300,7 @@ func TestResourcesProperty(t *testing.T) {
 		cpus := rapid.Float64Range(0, 256).Draw(t, "cpus")
 		mem := rapid.Float64Range(0, 1<<20).Draw(t, "mem")
 		cfs := rapid.Bool().Draw(t, "cfs")
-		var hc hostConfig
+		var hc container.Resources
 		if err := setResources(&hc, []*mesos.Resource{scalarRes("cpus", cpus), scalarRes("mem", mem)}, nil, cfs); err != nil {
 			t.Fatal(err)
 		}
@@ -310,35 +312,21 @@ func TestResourcesProperty(t *testing.T) {
 		if wantMem < 32*1024*1024 {
 			wantMem = 32 * 1024 * 1024
 		}
-		if hc.CpuShares != wantShares || hc.Memory != wantMem {
-			t.Fatalf("cpus %v mem %v: shares %d memory %d, want %d %d", cpus, mem, hc.CpuShares, hc.Memory, wantShares, wantMem)
+		if hc.CPUShares != wantShares || hc.Memory != wantMem {
+			t.Fatalf("cpus %v mem %v: shares %d memory %d, want %d %d", cpus, mem, hc.CPUShares, hc.Memory, wantShares, wantMem)
 		}
 		if cfs {
 			wantQuota := int64(math.Floor(cpus * 100000))
 			if wantQuota < 1000 {
 				wantQuota = 1000
 			}
-			if hc.CpuQuota != wantQuota || hc.CpuPeriod != 100000 {
-				t.Fatalf("cpus %v: quota %d period %d, want %d", cpus, hc.CpuQuota, hc.CpuPeriod, wantQuota)
+			if hc.CPUQuota != wantQuota || hc.CPUPeriod != 100000 {
+				t.Fatalf("cpus %v: quota %d period %d, want %d", cpus, hc.CPUQuota, hc.CPUPeriod, wantQuota)
 			}
-		} else if hc.CpuQuota != 0 {
-			t.Fatalf("quota %d without cfs", hc.CpuQuota)
+		} else if hc.CPUQuota != 0 {
+			t.Fatalf("quota %d without cfs", hc.CPUQuota)
 		}
 	})
-}
-
-func TestPullRef(t *testing.T) {
-	for _, tc := range []struct{ in, from, tag string }{
-		{"busybox", "busybox", "latest"},
-		{"busybox:1.36", "busybox", "1.36"},
-		{"localhost:5000/team/app", "localhost:5000/team/app", "latest"},
-		{"localhost:5000/team/app:v2", "localhost:5000/team/app", "v2"},
-		{"app@sha256:abcd", "app", "sha256:abcd"},
-	} {
-		if from, tag := pullRef(tc.in); from != tc.from || tag != tc.tag {
-			t.Errorf("pullRef(%q) = %q, %q; want %q, %q", tc.in, from, tag, tc.from, tc.tag)
-		}
-	}
 }
 
 func TestParseBytes(t *testing.T) {
@@ -364,7 +352,7 @@ func FuzzApplyParameter(f *testing.F) {
 		f.Add(s[0], s[1])
 	}
 	f.Fuzz(func(t *testing.T, key, value string) {
-		b := &createBody{Labels: map[string]string{}}
+		b := &createSpec{config: container.Config{Labels: map[string]string{}}}
 		_ = applyParameter(b, key, value)
 	})
 }

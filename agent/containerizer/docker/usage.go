@@ -7,6 +7,8 @@ import (
 
 	"mezzo/agent/containerizer"
 	"mezzo/api/mesos"
+
+	"github.com/moby/moby/api/types/container"
 )
 
 // Usage implements containerizer.UsageReporter from the engine's
@@ -18,14 +20,14 @@ func (d *Docker) Usage(ctx context.Context, id string) (*mesos.ResourceStatistic
 	if c == nil || c.dockerID == "" {
 		return nil, fmt.Errorf("usage %s: %w", id, containerizer.ErrUnknownContainer)
 	}
-	st, err := d.client.stats(ctx, c.dockerID)
+	st, err := d.engine.stats(ctx, c.dockerID)
 	if err != nil {
 		return nil, fmt.Errorf("usage %s: %w", id, err)
 	}
 	return statistics(st, c, d.clock.Now()), nil
 }
 
-func statistics(st *statsJSON, c *ctr, now time.Time) *mesos.ResourceStatistics {
+func statistics(st *container.StatsResponse, c *ctr, now time.Time) *mesos.ResourceStatistics {
 	f := func(v float64) *float64 { return &v }
 	u := func(v uint64) *uint64 { return &v }
 	rs := &mesos.ResourceStatistics{

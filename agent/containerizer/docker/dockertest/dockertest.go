@@ -4,7 +4,8 @@
 // testdata/testprog binary of package docker, whose first argument picks a
 // behaviour: serve ADDR REPLY, sleep, ignore-term, exit CODE, echo ...),
 // and the removal of the containers an agent left. It talks to the engine
-// over its socket with net/http, like the containerizer.
+// over its socket with the Engine API client library the containerizer
+// uses (github.com/moby/moby/client).
 package dockertest
 
 import (
@@ -17,16 +18,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"sync"
 	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/build"
+	"github.com/moby/moby/api/types/jsonstream"
+	"github.com/moby/moby/client"
 )
 
 // Socket is the engine's socket the helpers use.
@@ -36,12 +38,9 @@ const Socket = "/var/run/docker.sock"
 // containers of one agent.
 const OwnerLabel = "org.mezzo.owner"
 
-var client = &http.Client{Transport: &http.Transport{
-	DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "unix", Socket)
-	},
-}}
+var engine = sync.OnceValues(func() (*client.Client, error) {
+	return client.New(client.WithHost("unix://" + Socket))
+})
 
 // Available tells whether the engine answers on Socket (DOCKER_HOST is
 // not consulted: the tests use the local engine).
@@ -49,36 +48,13 @@ func Available() error {
 	if _, err := os.Stat(Socket); err != nil {
 		return fmt.Errorf("no Docker engine: %w", err)
 	}
+	api, err := engine()
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	return call(ctx, http.MethodGet, "/_ping", nil, nil, nil)
-}
-
-func call(ctx context.Context, method, path string, q url.Values, body io.Reader, out any) error {
-	u := "http://docker" + path
-	if len(q) > 0 {
-		u += "?" + q.Encode()
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u, body)
-	if err != nil {
-		return err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/x-tar")
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode >= 300 {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, strings.TrimSpace(string(b)))
-	}
-	if out != nil {
-		return json.NewDecoder(resp.Body).Decode(out)
-	}
-	_, err = io.Copy(io.Discard, resp.Body)
+	_, err = api.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true})
 	return err
 }
 
@@ -97,20 +73,20 @@ func Image() (string, error) {
 
 // RemoveImage removes the test image if Image built it.
 func RemoveImage() {
-	if image == "" {
+	api, err := engine()
+	if image == "" || err != nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_ = call(ctx, http.MethodDelete, "/images/"+image, url.Values{"force": {"1"}}, nil, nil)
+	_, _ = api.ImageRemove(ctx, image, client.ImageRemoveOptions{Force: true})
 }
 
-// ImageSource compiles the testprog binary statically and returns the test
+// imageSource compiles the testprog binary statically and returns the test
 // image's tag (from the binary's hash, so a rebuilt testprog gets a new
-// image, and this process's ID) and its build context: a tar of a FROM scratch Dockerfile and the
-// binary. Package docker's own tests build the image with it through the
-// containerizer's client; Image builds it through this package's.
-func ImageSource() (tag string, buildContext *bytes.Buffer, err error) {
+// image, and this process's ID) and its build context: a tar of a FROM
+// scratch Dockerfile and the binary.
+func imageSource() (tag string, buildContext *bytes.Buffer, err error) {
 	_, self, _, ok := runtime.Caller(0)
 	if !ok {
 		return "", nil, errors.New("dockertest: cannot locate the testprog sources")
@@ -166,77 +142,76 @@ func ImageSource() (tag string, buildContext *bytes.Buffer, err error) {
 }
 
 func buildImage() (string, error) {
-	tag, tarCtx, err := ImageSource()
+	api, err := engine()
+	if err != nil {
+		return "", err
+	}
+	tag, tarCtx, err := imageSource()
 	if err != nil {
 		return "", err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if call(ctx, http.MethodGet, "/images/"+tag+"/json", nil, nil, nil) == nil {
+	if _, err := api.ImageInspect(ctx, tag); err == nil {
 		return tag, nil
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost,
-		"http://docker/build?"+url.Values{"t": {tag}, "rm": {"1"}, "forcerm": {"1"}}.Encode(), tarCtx)
-	if err != nil {
-		return "", err
-	}
-	req.Header.Set("Content-Type", "application/x-tar")
-	resp, err := client.Do(req)
+	res, err := api.ImageBuild(ctx, tarCtx, client.ImageBuildOptions{
+		Tags: []string{tag}, Remove: true, ForceRemove: true, Version: build.BuilderV1,
+	})
 	if err != nil {
 		return "", fmt.Errorf("dockertest: building the image: %w", err)
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode >= 300 {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return "", fmt.Errorf("dockertest: building the image: %s: %s", resp.Status, b)
-	}
-	dec := json.NewDecoder(resp.Body)
+	defer res.Body.Close()
+	dec := json.NewDecoder(res.Body)
 	for {
-		var msg struct{ Error string }
+		var msg jsonstream.Message
 		if err := dec.Decode(&msg); err == io.EOF {
 			break
 		} else if err != nil {
 			return "", err
 		}
-		if msg.Error != "" {
-			return "", fmt.Errorf("dockertest: building the image: %s", msg.Error)
+		if msg.Error != nil {
+			return "", fmt.Errorf("dockertest: building the image: %s", msg.Error.Message)
 		}
 	}
 	return tag, nil
 }
 
-// Container is one container as the engine lists it.
-type Container struct {
-	ID     string
-	State  string
-	Labels map[string]string
-}
-
-// Owned lists the containers (running or not) whose owner label is owner.
-func Owned(owner string) ([]Container, error) {
+// Owned lists the containers (running or not) whose owner label is owner:
+// their engine IDs.
+func Owned(owner string) ([]string, error) {
+	api, err := engine()
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	filters, _ := json.Marshal(map[string][]string{"label": {OwnerLabel + "=" + owner}})
-	var out []Container
-	err := call(ctx, http.MethodGet, "/containers/json", url.Values{"all": {"1"}, "filters": {string(filters)}}, nil, &out)
-	return out, err
+	res, err := api.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: client.Filters{}.Add("label", OwnerLabel+"="+owner)})
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, c := range res.Items {
+		if c.State != "removing" { // the agent is removing it
+			out = append(out, c.ID)
+		}
+	}
+	return out, nil
 }
 
 // RemoveOwned force-removes every container whose owner label is owner.
 func RemoveOwned(owner string) error {
-	cs, err := Owned(owner)
+	ids, err := Owned(owner)
 	if err != nil {
 		return err
 	}
+	api, _ := engine()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var errs []error
-	for _, c := range cs {
-		if c.State == "removing" {
-			continue // the agent is removing it
-		}
-		err := call(ctx, http.MethodDelete, "/containers/"+c.ID, url.Values{"force": {"1"}, "v": {"1"}}, nil, nil)
-		if err != nil && !strings.Contains(err.Error(), "404") && !strings.Contains(err.Error(), "409") {
+	for _, id := range ids {
+		_, err := api.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+		if err != nil && !cerrdefs.IsNotFound(err) && !cerrdefs.IsConflict(err) {
 			errs = append(errs, err)
 		}
 	}
