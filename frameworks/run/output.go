@@ -71,3 +71,13 @@ func (r *runner) finishOutput() {
 	}
 	f.stop()
 }
+
+// stopOutput ends a follower that is still running, without waiting for
+// the rest of the output (Run is returning for another reason than the
+// task's end).
+func (r *runner) stopOutput() {
+	if r.output != nil {
+		r.output.stop()
+		r.output = nil
+	}
+}

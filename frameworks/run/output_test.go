@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"mezzo/api/mesos"
 	"mezzo/api/schedulerpb"
 	"mezzo/frameworks/run"
@@ -202,5 +204,36 @@ func TestRunWaitingQuotesTheAllocator(t *testing.T) {
 		return strings.Contains(log.String(), want) && strings.Contains(log.String(), says)
 	}) {
 		t.Fatalf("log %q lacks %q and %q", log.String(), want, says)
+	}
+}
+
+// blockingOutput follows until its context ends, and says so.
+type blockingOutput struct{ stopped chan error }
+
+func (o *blockingOutput) Follow(ctx context.Context, _ run.LaunchedTask, _ <-chan struct{}) error {
+	<-ctx.Done()
+	o.stopped <- ctx.Err()
+	return ctx.Err()
+}
+
+// A run that ends for another reason than its task's end (here the
+// master removes the framework) stops following the output.
+func TestRunStopsOutputOnOtherEnds(t *testing.T) {
+	m := schedulertest.NewMaster(t)
+	o := &blockingOutput{stopped: make(chan error, 1)}
+	done, _ := start(t, m, run.Options{Command: []string{"sleep", "60"}, Output: o})
+	m.WaitSubscriptions(t, 1, wait)
+	m.Send(offersEvent(offer("O1", "a1", "cpus:1;mem:64")))
+	task := m.WaitCall(t, schedulerpb.Call_ACCEPT, 1, wait).GetAccept().GetOperations()[0].GetLaunch().GetTaskInfos()[0]
+	m.Send(updateEvent(task.GetTaskId().GetValue(), "a1", update{state: mesos.TaskState_TASK_RUNNING, source: executor}, 0))
+	m.WaitCall(t, schedulerpb.Call_ACKNOWLEDGE, 1, wait)
+	m.Send(&schedulerpb.Event{Type: schedulerpb.Event_ERROR.Enum(), Error: &schedulerpb.Event_Error{Message: proto.String("Framework has been removed")}})
+	if res := finish(t, done); res.code != run.ExitMezzo {
+		t.Errorf("Run = %d, %v; want %d", res.code, res.err, run.ExitMezzo)
+	}
+	select {
+	case <-o.stopped:
+	case <-time.After(wait):
+		t.Fatal("the output's follower still runs after Run returned")
 	}
 }

@@ -66,6 +66,9 @@ func Run(ctx context.Context, opts Options) (exitCode int, err error) {
 			Clock:      opts.Clock,
 		}),
 	}
+	// Every way out stops the output's follower (finishOutput drained it
+	// already on a task's end).
+	defer r.stopOutput()
 	events, err := r.client.Subscribe(ctx)
 	if err != nil {
 		return ExitUsage, fmt.Errorf("cannot subscribe to %s: %w", strings.Join(opts.Masters, ","), err)
