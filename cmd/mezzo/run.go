@@ -16,19 +16,14 @@ import (
 // runRun is `mezzo run [flags] -- CMD ARGS…` or `mezzo run --task=FILE
 // [flags]`: launch one task, stream its stdout and stderr here, and exit
 // with its exit code (frameworks/run/exitcode.go; docs/cli.md).
+//
+// Usage errors exit with run.ExitMezzo (125), not 2: 2 may be the task's.
 func runRun(args []string, stdout, stderr io.Writer) int {
-	if code := runRunArgs(args, stdout, stderr); code != 2 {
-		return code
-	}
-	// Usage errors take mezzo's own code: 2 may be the task's.
-	return run.ExitMezzo
-}
-
-func runRunArgs(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("run", stderr)
 	masters := fs.String("master", "127.0.0.1:5050", "the master(s): host:port[,host:port...]")
 	resources := fs.String("resources", "cpus:0.1;mem:32", "resources for the task, Mesos syntax")
-	name := fs.String("name", "mezzo-run", "framework and task name")
+	name := fs.String("name", "mezzo-run", "framework and task name; the task ID is the name with a random suffix")
+	taskID := fs.String("task_id", "", "the task's ID instead of a generated one (also over a task file's task_id)")
 	role := fs.String("role", "*", "role the framework subscribes with; resources reserved to it are used too")
 	taskFile := fs.String("task", "", "the TaskInfo to launch, in JSON: a file's path (or file:///path) or the JSON itself, as mesos-execute --task; replaces -- CMD, --resources and --shell")
 	shell := fs.Bool("shell", false, "run the command through /bin/sh -c (one argument)")
@@ -39,6 +34,9 @@ func runRunArgs(args []string, stdout, stderr io.Writer) int {
 	stream := fs.Bool("stream", true, "print the task's stdout and stderr here while it runs (status lines go to stderr); --stream=false prints only status lines, on stdout")
 	timeout := durationFlag(fs, "timeout", 0, "give up after this long (0: never)")
 	if code := parseFlags(fs, args); code >= 0 {
+		if code != 0 {
+			return run.ExitMezzo
+		}
 		return code
 	}
 	opts := run.Options{
@@ -48,6 +46,7 @@ func runRunArgs(args []string, stdout, stderr io.Writer) int {
 		Resources:   *resources,
 		Name:        *name,
 		Role:        *role,
+		TaskID:      *taskID,
 		Checkpoint:  *checkpoint,
 		Env:         env,
 		DockerImage: *dockerImage,
@@ -63,7 +62,7 @@ func runRunArgs(args []string, stdout, stderr io.Writer) int {
 		task, err := run.LoadTask(*taskFile)
 		if err != nil {
 			fmt.Fprintf(stderr, "mezzo run: --task: %v\n", err)
-			return 2
+			return run.ExitMezzo
 		}
 		opts.Task = task
 		// --resources has a default; only an explicit one conflicts.
@@ -72,7 +71,7 @@ func runRunArgs(args []string, stdout, stderr io.Writer) int {
 		}
 	} else if len(opts.Command) == 0 {
 		fmt.Fprintln(stderr, "mezzo run: no command given; usage: mezzo run [flags] -- CMD ARGS... (or --task=FILE)")
-		return 2
+		return run.ExitMezzo
 	}
 	ctx, cancel := signalContext()
 	defer cancel()
