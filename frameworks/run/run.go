@@ -76,6 +76,10 @@ func Run(ctx context.Context, opts Options) (exitCode int, err error) {
 	// While the task waits for an offer that fits, say why now and then.
 	waitNote := opts.Clock.NewTimer(waitNoteFirst)
 	defer waitNote.Stop()
+	// ended is every way out but the task's own end: the rest of the
+	// output, the teardown, and the code. With --timeout the clock's timer
+	// and ctx's deadline fire together; whichever is seen first, it is the
+	// timeout (124).
 	ended := func(err error) (int, error) {
 		r.finishOutput()
 		r.teardown()
