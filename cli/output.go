@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	runfw "mezzo/frameworks/run"
@@ -37,7 +38,11 @@ func (o *TaskOutput) Follow(ctx context.Context, t runfw.LaunchedTask, ended <-c
 	if interval <= 0 {
 		interval = 250 * time.Millisecond
 	}
-	inv := &invocation{master: &client{masters: o.Masters, http: hc}}
+	addrs, err := parseMasters(strings.Join(o.Masters, ","))
+	if err != nil {
+		return err
+	}
+	inv := &invocation{master: &client{masters: addrs, http: hc}}
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	// wait paces the polls: it returns at the next tick, at once when the
@@ -57,7 +62,6 @@ func (o *TaskOutput) Follow(ctx context.Context, t runfw.LaunchedTask, ended <-c
 		}
 	}
 	var sb *sandbox
-	var err error
 	for attempts := 0; ; {
 		if sb, err = locateSandbox(inv, t.TaskID, t.FrameworkID); err == nil {
 			break

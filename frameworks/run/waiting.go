@@ -92,6 +92,7 @@ func masterJSON(ctx context.Context, hc *http.Client, masters []string, path str
 	}
 	var lastErr error
 	for _, m := range masters {
+		m = strings.TrimRight(strings.TrimPrefix(strings.TrimSpace(m), "http://"), "/")
 		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+m+path, nil)
 		if err != nil {
