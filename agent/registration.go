@@ -38,7 +38,19 @@ type connState struct {
 	pingTimeout time.Duration
 	pingTimer   *loopTimer
 	masterInfo  *mesos.MasterInfo
+	// unregisteredSince is when the agent last found itself without a
+	// registered connection (its start, or the loss of its master); zero
+	// while registered. It grades failed attempts (see onStreamClosed).
+	unregisteredSince time.Time
 }
+
+// quietRegistration is how long failed registration attempts log at INFO
+// before they become warnings: at start-up the master may not be up or
+// have elected a leader yet (it answers "not the leader" until then), and
+// after a failover the next leader takes a few Raft timeouts, so an agent
+// that is told to retry for a while is healthy. One that is still
+// unregistered after this long is not.
+const quietRegistration = 30 * time.Second
 
 func agentIDProto(id string) *mesos.AgentID { return &mesos.AgentID{Value: proto.String(id)} }
 
@@ -56,6 +68,9 @@ func (a *Agent) connect() {
 	ctx, cancel := context.WithCancel(context.Background())
 	a.conn.ctx, a.conn.cancel = ctx, cancel
 	a.conn.connecting = true
+	if !a.conn.registered && a.conn.unregisteredSince.IsZero() {
+		a.conn.unregisteredSince = a.clock.Now()
+	}
 	call := &protocol.AgentCall{
 		Type:      protocol.AgentCall_SUBSCRIBE.Enum(),
 		Subscribe: a.subscribeMessage(),
@@ -169,7 +184,15 @@ func (a *Agent) onStreamClosed(id uint64, err error) {
 	if id != a.conn.id {
 		return
 	}
-	a.log.Warn("master connection lost", "master", a.conn.master, "err", err)
+	switch down := a.clock.Now().Sub(a.conn.unregisteredSince); {
+	case a.conn.registered:
+		a.log.Warn("master connection lost", "master", a.conn.master, "err", err)
+		a.conn.unregisteredSince = a.clock.Now()
+	case down < quietRegistration:
+		a.log.Info("no registration with the master yet; retrying", "master", a.conn.master, "err", err)
+	default:
+		a.log.Warn("cannot register with the master", "master", a.conn.master, "for", down.Round(time.Second), "err", err)
+	}
 	a.disconnect(err)
 	a.scheduleReconnect()
 }
@@ -307,6 +330,7 @@ func (a *Agent) onSubscribed(s *protocol.AgentEvent_Subscribed) {
 	}
 	a.conn.connecting = false
 	a.conn.registered = true
+	a.conn.unregisteredSince = time.Time{}
 	a.conn.leader = a.conn.master
 	a.conn.masterInfo = s.GetMasterInfo()
 	a.conn.backoff = 0

@@ -211,6 +211,7 @@ func (c *core) deactivateFramework(id string) bool {
 	f.active = false
 	refreshOfferable(f)
 	clearFilters(f, "")
+	c.clearInverseFilters(id)
 	return false
 }
 
@@ -522,6 +523,7 @@ func (c *core) reviveOffers(fid string, roles []string) bool {
 		delete(f.declinedWhole, rn)
 		clearFilters(f, rn)
 	}
+	c.clearInverseFilters(fid)
 	refreshOfferable(f)
 	return true
 }
