@@ -1,11 +1,13 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -92,7 +94,8 @@ type drainResult struct {
 	Action      string `json:"action"`
 	Deactivated bool   `json:"deactivated"`
 	// State is DRAINING or DRAINED for a drain ("" otherwise, or when
-	// --no-wait returned before the master showed it).
+	// the agent is not registered: unreachable, or not yet back after a
+	// failover).
 	State string `json:"state,omitempty"`
 	// Gone is set when the drained agent was marked gone (--mark-gone).
 	Gone  bool `json:"gone,omitempty"`
@@ -129,11 +132,10 @@ func runAgentAction(e *env, c *invocation) error {
 	}
 	// Whether the agent is registered before the call tells, with
 	// --mark-gone, a drained agent that is gone from an unreachable one.
-	before, err := c.drainStates(id)
+	_, registered, err := c.agentDrain(id)
 	if err != nil {
 		return err
 	}
-	_, registered := before[id]
 	body, err := codec.Marshal(codec.JSON, call)
 	if err != nil {
 		return fmt.Errorf("encoding the %s call: %v", call.GetType(), err)
@@ -150,11 +152,15 @@ func runAgentAction(e *env, c *invocation) error {
 		return err
 	}
 	if *o.noWait {
+		// The state as the master shows it now: DRAINED already if the
+		// agent had no task; none if it is not registered.
+		if d, ok, err := c.agentDrain(id); err == nil && ok && d.GetDrainInfo() != nil {
+			res.State = d.GetDrainInfo().GetState().String()
+		}
 		if c.json {
-			res.State = "DRAINING"
 			return writeJSON(c.stdout, res)
 		}
-		_, err := fmt.Fprintf(c.stdout, "Agent %s is draining; follow it with `mezzo agents`.\n", id)
+		_, err := fmt.Fprintf(c.stdout, "Agent %s is %s; follow it with `mezzo agents`.\n", id, strings.ToLower(orUnknown(res.State)))
 		return err
 	}
 	return c.followDrain(e, o, &res, registered)
@@ -185,8 +191,11 @@ func (c *invocation) followDrain(e *env, o *drainOpts, res *drainResult, seen bo
 			t := e.clock.NewTimer(*o.interval)
 			<-t.C()
 		}
-		drains, err := c.drainStates(res.AgentID)
-		if err == nil && res.State != "" {
+		// The operator API, not /master/slaves: followers serve the
+		// classic read endpoints from their own (empty) state, while they
+		// redirect /api/v1 to the leader.
+		d, registered, err := c.agentDrain(res.AgentID)
+		if err == nil && registered {
 			res.Tasks, err = c.liveTasks(res.AgentID)
 		}
 		if err != nil {
@@ -205,7 +214,6 @@ func (c *invocation) followDrain(e *env, o *drainOpts, res *drainResult, seen bo
 			continue
 		}
 		failingSince = time.Time{}
-		d, registered := drains[res.AgentID]
 		line := ""
 		switch {
 		case !registered && *o.markGone && seen && c.agentGone(res.AgentID):
@@ -216,9 +224,9 @@ func (c *invocation) followDrain(e *env, o *drainOpts, res *drainResult, seen bo
 			line = fmt.Sprintf("agent %s: not registered (unreachable or recovering); it drains when it re-registers", res.AgentID)
 		default:
 			seen = true
-			res.State, res.Deactivated = d.DrainInfo.State, d.Deactivated
-			if res.Tasks, err = c.liveTasks(res.AgentID); err != nil {
-				continue // as a failed poll, next time
+			res.State, res.Deactivated = d.GetDrainInfo().GetState().String(), d.GetDeactivated()
+			if d.GetDrainInfo() == nil {
+				res.State = ""
 			}
 			line = fmt.Sprintf("agent %s: %s, %d task(s) left", res.AgentID, orUnknown(res.State), res.Tasks)
 			if res.State == "" {
@@ -268,19 +276,51 @@ func (c *invocation) drainDone(res *drainResult) error {
 	return nil
 }
 
-// liveTasks counts the agent's staging, starting, running and killing
-// tasks (state-summary's counts).
-func (c *invocation) liveTasks(id string) (int, error) {
-	var doc stateSummaryDoc
-	if err := c.master.getJSON("/master/state-summary", &doc); err != nil {
-		return 0, err
+// operatorGet makes a v1 operator GET_* call and decodes its answer.
+func (c *invocation) operatorGet(t masterpb.Call_Type) (*masterpb.Response, error) {
+	body, err := codec.Marshal(codec.JSON, &masterpb.Call{Type: t.Enum()})
+	if err != nil {
+		return nil, err
 	}
-	for _, a := range doc.Slaves {
-		if a.ID == id {
-			return a.live(), nil
+	var raw json.RawMessage
+	if err := c.master.do("POST", "/api/v1", body, string(codec.JSON), &raw); err != nil {
+		return nil, err
+	}
+	resp := &masterpb.Response{}
+	if err := codec.Unmarshal(codec.JSON, raw, resp); err != nil {
+		return nil, fmt.Errorf("decoding the %s response: %v", t, err)
+	}
+	return resp, nil
+}
+
+// agentDrain reads the agent from GET_AGENTS: its drain_info and
+// deactivated, and whether it is registered.
+func (c *invocation) agentDrain(id string) (*masterpb.Response_GetAgents_Agent, bool, error) {
+	resp, err := c.operatorGet(masterpb.Call_GET_AGENTS)
+	if err != nil {
+		return nil, false, err
+	}
+	for _, a := range resp.GetGetAgents().GetAgents() {
+		if a.GetAgentInfo().GetId().GetValue() == id {
+			return a, true, nil
 		}
 	}
-	return 0, nil
+	return nil, false, nil
+}
+
+// liveTasks counts the agent's tasks that are not terminal (GET_TASKS).
+func (c *invocation) liveTasks(id string) (int, error) {
+	resp, err := c.operatorGet(masterpb.Call_GET_TASKS)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, t := range resp.GetGetTasks().GetTasks() {
+		if t.GetAgentId().GetValue() == id && !mesos.IsTerminal(t.GetState()) {
+			n++
+		}
+	}
+	return n, nil
 }
 
 func orUnknown(s string) string {

@@ -45,24 +45,45 @@ func (m *drainMaster) addr() string { return strings.TrimPrefix(m.srv.URL, "http
 func (m *drainMaster) serve(w http.ResponseWriter, r *http.Request) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	slave := func() []any {
-		if m.cur.state == "gone" || m.cur.state == "away" {
-			return []any{}
-		}
-		s := map[string]any{"id": "S1", "hostname": "a1", "active": m.cur.state == "", "deactivated": m.cur.state != ""}
-		if m.cur.state != "" && m.cur.state != "deactivated" {
-			s["drain_info"] = map[string]any{"state": m.cur.state, "config": map[string]any{"mark_gone": false}}
-		}
-		return []any{s}
+	if r.URL.Path != "/api/v1" {
+		http.NotFound(w, r) // the drain follows the operator API only
+		return
+	}
+	var call map[string]any
+	if err := json.NewDecoder(r.Body).Decode(&call); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
 	}
 	var out any
-	switch r.URL.Path {
-	case "/api/v1":
-		var call map[string]any
-		if err := json.NewDecoder(r.Body).Decode(&call); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
+	switch call["type"] {
+	case "GET_AGENTS":
+		if len(m.calls) > 0 && len(m.steps) > 0 {
+			m.cur, m.steps = m.steps[0], m.steps[1:]
+		}
+		if m.cur.state == "down" {
+			http.Error(w, "No leader elected", http.StatusServiceUnavailable)
 			return
 		}
+		agents := []any{}
+		if m.cur.state != "gone" && m.cur.state != "away" {
+			a := map[string]any{"agent_info": map[string]any{"id": map[string]any{"value": "S1"}, "hostname": "a1"},
+				"active": m.cur.state == "", "deactivated": m.cur.state != "", "version": "1.12.0"}
+			if m.cur.state != "" && m.cur.state != "deactivated" {
+				a["drain_info"] = map[string]any{"state": m.cur.state, "config": map[string]any{"mark_gone": false}}
+			}
+			agents = append(agents, a)
+		}
+		out = map[string]any{"type": "GET_AGENTS", "get_agents": map[string]any{"agents": agents}}
+	case "GET_TASKS":
+		tasks := []any{map[string]any{"name": "done", "task_id": map[string]any{"value": "done"},
+			"framework_id": map[string]any{"value": "F"}, "agent_id": map[string]any{"value": "S1"}, "state": "TASK_FINISHED"}}
+		for i := range m.cur.tasks {
+			id := map[string]any{"value": "t" + string(rune('0'+i))}
+			tasks = append(tasks, map[string]any{"name": "t", "task_id": id, "framework_id": map[string]any{"value": "F"},
+				"agent_id": map[string]any{"value": "S1"}, "state": "TASK_RUNNING"})
+		}
+		out = map[string]any{"type": "GET_TASKS", "get_tasks": map[string]any{"tasks": tasks}}
+	default:
 		m.calls = append(m.calls, call)
 		if call["type"] == "DEACTIVATE_AGENT" && m.cur.state == "gone" {
 			http.Error(w, "Agent S1 was removed from the cluster", http.StatusNotFound)
@@ -73,24 +94,6 @@ func (m *drainMaster) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		w.WriteHeader(http.StatusOK)
-		return
-	case "/master/slaves":
-		if len(m.calls) > 0 && len(m.steps) > 0 {
-			m.cur, m.steps = m.steps[0], m.steps[1:]
-		}
-		if m.cur.state == "down" {
-			http.Error(w, "No leader elected", http.StatusServiceUnavailable)
-			return
-		}
-		out = map[string]any{"slaves": slave(), "recovered_slaves": []any{}}
-	case "/master/state-summary":
-		s := slave()
-		for _, a := range s {
-			a.(map[string]any)["TASK_RUNNING"] = m.cur.tasks
-		}
-		out = map[string]any{"slaves": s, "frameworks": []any{}}
-	default:
-		http.NotFound(w, r)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -220,5 +223,18 @@ func TestAgentsActionErrors(t *testing.T) {
 	e, _ := testEnv()
 	if code, _, errs := run(e, "agents", "drain", "S1", "--master="+m.addr()); code != 1 || !strings.Contains(errs, "Agent S1 not found") {
 		t.Fatalf("master's 404: exit %d, %q", code, errs)
+	}
+}
+
+func TestAgentsDrainNoWait(t *testing.T) {
+	m := newDrainMaster(t, drainStep{"DRAINING", 3})
+	e, _ := testEnv()
+	code, out, errs := run(e, "agents", "drain", "S1", "--no-wait", "--json", "--master="+m.addr())
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var res map[string]any
+	if err := json.Unmarshal([]byte(out), &res); err != nil || res["state"] != "DRAINING" || res["agent_id"] != "S1" {
+		t.Fatalf("--no-wait --json: %q (%v)", out, err)
 	}
 }

@@ -1,6 +1,8 @@
 package master
 
 import (
+	"errors"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -341,4 +343,54 @@ func eventually(t *testing.T, cond func() bool) {
 		}
 		time.Sleep(time.Millisecond) // polling interval of a goroutine's completion
 	}
+}
+
+// A failed registry write answers 503 and changes nothing: the agent stays
+// active and is offered; the next call works.
+func TestDrainRegistrarFailure(t *testing.T) {
+	h := newHarness(t)
+	a := h.addAgent("a", "cpus:4;mem:1024")
+	f := h.subscribe(fwInfo("fw"))
+	runningTask(h, f, a, "t", nil)
+	good := h.s.reg
+	h.s.reg = failingRegistrarDrain{good}
+	_, err := h.drainCall(func(s *state, fin func(error)) { s.drainAgent(a.id, graceCfg(time.Second, false), fin) })
+	if apiStatus(err) != http.StatusServiceUnavailable {
+		t.Fatalf("drain with a failing registry = %v, want 503", err)
+	}
+	ag := h.s.agents[a.id]
+	if !ag.active() || ag.drain != nil || len(kills(a.drain())) != 0 || h.alloc.has("DeactivateAgent "+a.id) || !h.s.drainOf(a.id).IsZero() {
+		t.Fatal("a failed drain write changed the agent")
+	}
+	h.s.reg = good
+	if _, err := h.drainCall(func(s *state, fin func(error)) { s.drainAgent(a.id, graceCfg(time.Second, false), fin) }); err != nil {
+		t.Fatalf("drain after the registry recovered: %v", err)
+	}
+	if len(kills(a.drain())) != 1 {
+		t.Fatal("the task was not killed")
+	}
+}
+
+// A registry that no longer holds the agent (pruned) makes a 404, not a
+// 503 that would read as a storage failure.
+func TestDrainUnknownToRegistry(t *testing.T) {
+	h := newHarness(t)
+	a := h.addAgent("a", "cpus:4;mem:1024")
+	h.s.reg = unknownAgentRegistrar{h.s.reg}
+	_, err := h.drainCall(func(s *state, fin func(error)) { s.deactivateAgent(a.id, fin) })
+	if apiStatus(err) != http.StatusNotFound || !h.s.agents[a.id].active() {
+		t.Fatalf("deactivate of an agent the registry lost = %v (active %v), want 404 and no change", err, h.s.agents[a.id].active())
+	}
+}
+
+type unknownAgentRegistrar struct{ Registrar }
+
+func (unknownAgentRegistrar) UpdateDrain(id string, _ registrar.Drain, done func(error)) {
+	done(fmt.Errorf("update drain of agent %s: %w", id, registrar.ErrUnknownAgent))
+}
+
+type failingRegistrarDrain struct{ Registrar }
+
+func (failingRegistrarDrain) UpdateDrain(_ string, _ registrar.Drain, done func(error)) {
+	done(errors.New("disk on fire"))
 }

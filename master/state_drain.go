@@ -137,6 +137,10 @@ func (s *state) writeDrain(id string, d registrar.Drain, finish func(error)) {
 			case errors.Is(err, ErrAgentGone):
 				s.log.Warn("drain: agent was removed meanwhile", "agent", id)
 				finish(&APIError{Status: http.StatusNotFound, Message: fmt.Sprintf("Agent %s was removed from the cluster", id)})
+			case errors.Is(err, registrar.ErrUnknownAgent):
+				// The registry no longer holds it (pruned while unreachable).
+				s.log.Warn("drain: the registry does not know the agent", "agent", id, "err", err)
+				finish(&APIError{Status: http.StatusNotFound, Message: fmt.Sprintf("Agent %s not found in the registry", id)})
 			case err != nil:
 				s.log.Error("drain: registrar write failed", "agent", id, "err", err)
 				finish(registrarFailed(err))
@@ -167,6 +171,11 @@ func (s *state) runQueuedDrain(id string) {
 // applyDrain makes a durable entry the agent's state.
 func (s *state) applyDrain(id string, d registrar.Drain, now time.Time) {
 	b := s.drainState()
+	if prev := b.recs[id]; draining(d) && !proto.Equal(prev.Info, d.Info) {
+		// A new drain (or a new config): its KILL_TASKs go out again
+		// with the new grace period.
+		delete(b.killed, id)
+	}
 	if d.IsZero() {
 		delete(b.recs, id)
 	} else {
