@@ -61,6 +61,13 @@ func machineMatches(m *mesos.MachineID, hostname, ip string) bool {
 	return true
 }
 
+// machinesOverlap reports whether some agent would run on both machines.
+func machinesOverlap(a, b *mesos.MachineID) bool {
+	hostOK := a.GetHostname() == "" || b.GetHostname() == "" || strings.EqualFold(a.GetHostname(), b.GetHostname())
+	ipOK := a.GetIp() == "" || b.GetIp() == "" || a.GetIp() == b.GetIp()
+	return hostOK && ipOK
+}
+
 // ValidateMachineID checks one MachineID as Mesos does: a hostname or an
 // IP, and an IP that parses as IPv4 (Mesos parses it with AF_INET). field
 // names it in the error.
@@ -108,6 +115,11 @@ func ValidateMachines(ids []*mesos.MachineID, field string) error {
 // out. field names the schedule in errors.
 func ValidateSchedule(s *maintenancepb.Schedule, down map[string]*mesos.MachineID, field string) error {
 	seen := map[string]bool{}
+	type named struct {
+		id    *mesos.MachineID
+		field string
+	}
+	var all []named
 	for i, w := range s.GetWindows() {
 		wf := fmt.Sprintf("%s.windows[%d]", field, i)
 		if len(w.GetMachineIds()) == 0 {
@@ -122,6 +134,17 @@ func ValidateSchedule(s *maintenancepb.Schedule, down map[string]*mesos.MachineI
 				return badRequest("%s.machine_ids[%d]: Machine '%s' appears more than once in the schedule", wf, j, machineString(m))
 			}
 			seen[k] = true
+			// mezzo matches agents by the fields a MachineID sets, so two
+			// different IDs may name one machine ({hostname} and
+			// {hostname, ip}): that machine would be in two places.
+			f := fmt.Sprintf("%s.machine_ids[%d]", wf, j)
+			for _, o := range all {
+				if machinesOverlap(o.id, m) {
+					return badRequest("%s: Machine '%s' may be the machine '%s' of %s: a machine appears once in the schedule",
+						f, machineString(m), machineString(o.id), o.field)
+				}
+			}
+			all = append(all, named{m, f})
 		}
 		u := w.GetUnavailability()
 		if u == nil || u.GetStart() == nil {

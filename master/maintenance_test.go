@@ -70,6 +70,12 @@ func TestValidateSchedule(t *testing.T) {
 		{"negative duration", schedule(neg), nil, "Unavailability 'duration' is negative"},
 		{"no start", schedule(noStart), nil, "unavailability.start"},
 		{"down kept", schedule(window(t0, time.Hour, host("d"))), down, ""},
+		{"same host, different ips", schedule(window(t0, time.Hour, &mesos.MachineID{Hostname: proto.String("a"), Ip: proto.String("10.0.0.1")},
+			&mesos.MachineID{Hostname: proto.String("a"), Ip: proto.String("10.0.0.2")})), nil, ""},
+		{"host and host/ip overlap", schedule(window(t0, time.Hour, host("a")),
+			window(t0, time.Hour, &mesos.MachineID{Hostname: proto.String("A"), Ip: proto.String("10.0.0.1")})), nil,
+			"windows[1].machine_ids[0]: Machine '{\"hostname\":\"A\",\"ip\":\"10.0.0.1\"}' may be the machine '{\"hostname\":\"a\"}' of s.windows[0].machine_ids[0]"},
+		{"host and ip overlap", schedule(window(t0, time.Hour, host("a"), &mesos.MachineID{Ip: proto.String("10.0.0.1")})), nil, "may be the machine"},
 		{"down dropped", schedule(window(t0, time.Hour, host("a"))), down, "Machine '{\"hostname\":\"d\"}' is deactivated and cannot be removed from the schedule"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
