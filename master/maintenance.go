@@ -61,6 +61,74 @@ func machineMatches(m *mesos.MachineID, hostname, ip string) bool {
 	return true
 }
 
+// overlaps finds, in time linear in the schedule, a MachineID added
+// earlier that some agent would match as well as a new one, given that exact
+// duplicates are refused before: {host, ip} overlaps {host} and {ip};
+// {host} overlaps anything with that host and any {ip}; {ip} anything
+// with that IP and any {host}.
+type overlaps struct {
+	hostAny, hostOnly, ipAny, ipOnly map[string]*namedMachine
+	hostOnlyAny, ipOnlyAny           *namedMachine
+}
+
+type namedMachine struct {
+	id    *mesos.MachineID
+	field string
+}
+
+// add records m (named field in errors) and returns an earlier machine it
+// overlaps, or nil.
+func (o *overlaps) add(m *mesos.MachineID, field string) *namedMachine {
+	if o.hostAny == nil {
+		o.hostAny, o.hostOnly = map[string]*namedMachine{}, map[string]*namedMachine{}
+		o.ipAny, o.ipOnly = map[string]*namedMachine{}, map[string]*namedMachine{}
+	}
+	h, ip := strings.ToLower(m.GetHostname()), m.GetIp()
+	var hit *namedMachine
+	switch {
+	case h != "" && ip != "":
+		hit = firstOf(o.hostOnly[h], o.ipOnly[ip])
+	case h != "":
+		hit = firstOf(o.hostAny[h], o.ipOnlyAny)
+	default:
+		hit = firstOf(o.ipAny[ip], o.hostOnlyAny)
+	}
+	if hit != nil {
+		return hit
+	}
+	n := &namedMachine{m, field}
+	if h != "" {
+		if o.hostAny[h] == nil {
+			o.hostAny[h] = n
+		}
+		if ip == "" {
+			o.hostOnly[h] = n
+			if o.hostOnlyAny == nil {
+				o.hostOnlyAny = n
+			}
+		}
+	}
+	if ip != "" {
+		if o.ipAny[ip] == nil {
+			o.ipAny[ip] = n
+		}
+		if h == "" {
+			o.ipOnly[ip] = n
+			if o.ipOnlyAny == nil {
+				o.ipOnlyAny = n
+			}
+		}
+	}
+	return nil
+}
+
+func firstOf(a, b *namedMachine) *namedMachine {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
 // ValidateMachineID checks one MachineID as Mesos does: a hostname or an
 // IP, and an IP that parses as IPv4 (Mesos parses it with AF_INET). field
 // names it in the error.
@@ -108,6 +176,7 @@ func ValidateMachines(ids []*mesos.MachineID, field string) error {
 // out. field names the schedule in errors.
 func ValidateSchedule(s *maintenancepb.Schedule, down map[string]*mesos.MachineID, field string) error {
 	seen := map[string]bool{}
+	var ov overlaps
 	for i, w := range s.GetWindows() {
 		wf := fmt.Sprintf("%s.windows[%d]", field, i)
 		if len(w.GetMachineIds()) == 0 {
@@ -122,6 +191,14 @@ func ValidateSchedule(s *maintenancepb.Schedule, down map[string]*mesos.MachineI
 				return badRequest("%s.machine_ids[%d]: Machine '%s' appears more than once in the schedule", wf, j, machineString(m))
 			}
 			seen[k] = true
+			// mezzo matches agents by the fields a MachineID sets, so two
+			// different IDs may name one machine ({hostname} and
+			// {hostname, ip}): that machine would be in two places.
+			f := fmt.Sprintf("%s.machine_ids[%d]", wf, j)
+			if o := ov.add(m, f); o != nil {
+				return badRequest("%s: Machine '%s' may be the machine '%s' of %s: a machine appears once in the schedule",
+					f, machineString(m), machineString(o.id), o.field)
+			}
 		}
 		u := w.GetUnavailability()
 		if u == nil || u.GetStart() == nil {

@@ -3,12 +3,14 @@ package master
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"google.golang.org/protobuf/proto"
+	"pgregory.net/rapid"
 
 	"mezzo/api/allocatorpb"
 	"mezzo/api/maintenancepb"
@@ -70,6 +72,12 @@ func TestValidateSchedule(t *testing.T) {
 		{"negative duration", schedule(neg), nil, "Unavailability 'duration' is negative"},
 		{"no start", schedule(noStart), nil, "unavailability.start"},
 		{"down kept", schedule(window(t0, time.Hour, host("d"))), down, ""},
+		{"same host, different ips", schedule(window(t0, time.Hour, &mesos.MachineID{Hostname: proto.String("a"), Ip: proto.String("10.0.0.1")},
+			&mesos.MachineID{Hostname: proto.String("a"), Ip: proto.String("10.0.0.2")})), nil, ""},
+		{"host and host/ip overlap", schedule(window(t0, time.Hour, host("a")),
+			window(t0, time.Hour, &mesos.MachineID{Hostname: proto.String("A"), Ip: proto.String("10.0.0.1")})), nil,
+			"windows[1].machine_ids[0]: Machine '{\"hostname\":\"A\",\"ip\":\"10.0.0.1\"}' may be the machine '{\"hostname\":\"a\"}' of s.windows[0].machine_ids[0]"},
+		{"host and ip overlap", schedule(window(t0, time.Hour, host("a"), &mesos.MachineID{Ip: proto.String("10.0.0.1")})), nil, "may be the machine"},
 		{"down dropped", schedule(window(t0, time.Hour, host("a"))), down, "Machine '{\"hostname\":\"d\"}' is deactivated and cannot be removed from the schedule"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -382,4 +390,54 @@ func TestInverseOfferLifetime(t *testing.T) {
 	if v := h.s.snapshot(h.now).Maintenance; len(v.InverseOffers) != 0 || len(v.Agents) != 0 {
 		t.Fatalf("view after the agent left: %+v", v)
 	}
+}
+
+// machinesOverlap is the naive oracle: some agent would run on both
+// machines.
+func machinesOverlap(a, b *mesos.MachineID) bool {
+	hostOK := a.GetHostname() == "" || b.GetHostname() == "" || strings.EqualFold(a.GetHostname(), b.GetHostname())
+	ipOK := a.GetIp() == "" || b.GetIp() == "" || a.GetIp() == b.GetIp()
+	return hostOK && ipOK
+}
+
+// The schedule's overlap check (linear, by index) against the pairwise
+// oracle machinesOverlap, on random small sets of machine IDs.
+func TestOverlapsProperty(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		gen := rapid.Custom(func(rt *rapid.T) *mesos.MachineID {
+			m := &mesos.MachineID{}
+			if h := rapid.SampledFrom([]string{"", "a", "A", "b"}).Draw(rt, "host"); h != "" {
+				m.Hostname = proto.String(h)
+			}
+			if ip := rapid.SampledFrom([]string{"", "10.0.0.1", "10.0.0.2"}).Draw(rt, "ip"); ip != "" || m.Hostname == nil {
+				if ip == "" {
+					ip = "10.0.0.3"
+				}
+				m.Ip = proto.String(ip)
+			}
+			return m
+		})
+		ids := rapid.SliceOfN(gen, 0, 6).Draw(rt, "ids")
+		var ov overlaps
+		seen := map[string]bool{}
+		var kept []*mesos.MachineID
+		for i, m := range ids {
+			if seen[machineKey(m)] {
+				continue // exact duplicates are refused before the overlap check
+			}
+			seen[machineKey(m)] = true
+			want := false
+			for _, k := range kept {
+				want = want || machinesOverlap(k, m)
+			}
+			got := ov.add(m, fmt.Sprint(i))
+			if (got != nil) != want {
+				rt.Fatalf("add %v after %v: got %v, oracle %v", m, kept, got, want)
+			}
+			if got != nil {
+				return // the schedule is refused here
+			}
+			kept = append(kept, m)
+		}
+	})
 }

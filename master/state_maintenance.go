@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -30,7 +31,10 @@ import (
 // disconnected or was removed).
 type maintState struct {
 	schedule *maintenancepb.Schedule
-	down     map[string]*mesos.MachineID // by machineKey
+	// index finds an agent's scheduled machine in constant time (see
+	// setSchedule); a schedule names no two machines one agent matches.
+	index map[string]scheduled
+	down  map[string]*mesos.MachineID // by machineKey
 	// unavail is what the allocator was told per registered agent.
 	unavail map[string]*mesos.Unavailability
 	// inverse are the outstanding inverse offers by ID.
@@ -44,6 +48,35 @@ type maintState struct {
 type inverseOffer struct {
 	id, fwID, agentID string
 	proto             *mesos.InverseOffer
+}
+
+// scheduled is a machine of the schedule and its window's unavailability.
+type scheduled struct {
+	machine        *mesos.MachineID
+	unavailability *mesos.Unavailability
+}
+
+// setSchedule replaces the schedule and its index: each machine under
+// "hi:host/ip", "h:host" or "i:ip" after the fields it sets (host lower
+// case).
+func (ms *maintState) setSchedule(s *maintenancepb.Schedule) {
+	ms.schedule = s
+	ms.index = map[string]scheduled{}
+	for _, w := range s.GetWindows() {
+		for _, m := range w.GetMachineIds() {
+			ms.index[indexKey(strings.ToLower(m.GetHostname()), m.GetIp())] = scheduled{m, w.GetUnavailability()}
+		}
+	}
+}
+
+func indexKey(host, ip string) string {
+	switch {
+	case host != "" && ip != "":
+		return "hi:" + host + "/" + ip
+	case host != "":
+		return "h:" + host
+	}
+	return "i:" + ip
 }
 
 // maint returns the maintenance state, creating it.
@@ -64,7 +97,7 @@ func (s *state) maint() *maintState {
 // election (no agent is registered yet).
 func (s *state) recoverMaintenance(rec *RecoveredRegistry) {
 	ms := s.maint()
-	ms.schedule = cloneSchedule(rec.Schedule)
+	ms.setSchedule(cloneSchedule(rec.Schedule))
 	for _, m := range rec.Down {
 		ms.down[machineKey(m)] = proto.Clone(m).(*mesos.MachineID)
 	}
@@ -73,30 +106,29 @@ func (s *state) recoverMaintenance(rec *RecoveredRegistry) {
 // agentMachine returns the scheduled machine the agent runs on and its
 // window's unavailability (nil, nil if its machine is not scheduled).
 func (s *state) agentMachine(hostname, ip string) (*mesos.MachineID, *mesos.Unavailability) {
-	if s.maintenance == nil {
+	if s.maintenance == nil || len(s.maintenance.index) == 0 {
 		return nil, nil
 	}
-	for _, w := range s.maintenance.schedule.GetWindows() {
-		for _, m := range w.GetMachineIds() {
-			if machineMatches(m, hostname, ip) {
-				return m, w.GetUnavailability()
-			}
+	h := strings.ToLower(hostname)
+	for _, k := range [3]string{indexKey(h, ip), indexKey(h, ""), indexKey("", ip)} {
+		if k == "h:" || k == "i:" {
+			continue // the agent has no hostname or no IP
+		}
+		if sc, ok := s.maintenance.index[k]; ok && machineMatches(sc.machine, hostname, ip) {
+			return sc.machine, sc.unavailability
 		}
 	}
 	return nil, nil
 }
 
 // downMachine returns the DOWN machine an agent would run on, or nil.
+// DOWN machines are in the schedule (it may not drop them).
 func (s *state) downMachine(hostname, ip string) *mesos.MachineID {
-	if s.maintenance == nil {
+	m, _ := s.agentMachine(hostname, ip)
+	if m == nil || s.maintenance.down[machineKey(m)] == nil {
 		return nil
 	}
-	for _, k := range sortedKeys(s.maintenance.down) {
-		if m := s.maintenance.down[k]; machineMatches(m, hostname, ip) {
-			return m
-		}
-	}
-	return nil
+	return m
 }
 
 // agentUnavailability is what an offer from the agent carries (nil if its
@@ -295,7 +327,7 @@ func (s *state) updateSchedule(sched *maintenancepb.Schedule, finish func(error)
 				finish(maintenanceWriteFailed(err))
 				return
 			}
-			s.maint().schedule = sched
+			s.maint().setSchedule(sched)
 			s.syncAllUnavailability()
 			s.dirty = true
 			s.log.Info("maintenance schedule updated", "windows", len(sched.GetWindows()))
@@ -440,7 +472,7 @@ func (s *state) stopMaintenance(ids []*mesos.MachineID, finish func(error)) {
 					ns.Windows = append(ns.Windows, &maintenancepb.Window{MachineIds: keep, Unavailability: w.GetUnavailability()})
 				}
 			}
-			ms.schedule = ns
+			ms.setSchedule(ns)
 			s.syncAllUnavailability()
 			s.dirty = true
 			s.log.Info("machines up", "machines", len(ids))
