@@ -18,10 +18,7 @@ import (
 // task, so DRAINED at once) shows its state and the drain's config, and
 // the reservations page still renders around it.
 func TestDrainedAgentRenders(t *testing.T) {
-	nodeBin, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node is not installed: the pages are not rendered")
-	}
+	nodeBin := needNode(t, "node is not installed: the pages are not rendered")
 	m, mux, id := masterWithAgent(t, "cpus:4;mem:1024")
 	grace := 8 * time.Second
 	if err := m.DrainAgent(context.Background(), master.Principal{}, id, &grace, false); err != nil {

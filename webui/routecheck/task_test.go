@@ -16,10 +16,7 @@ import (
 // of the statistics is the task's, the health-check summary, the latest
 // health and the labels.
 func TestTaskPageFunctions(t *testing.T) {
-	nodeBin, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node is not installed: the task page's functions are not run")
-	}
+	nodeBin := needNode(t, "node is not installed: the task page's functions are not run")
 	sample := func(ts, user, sys float64) map[string]any {
 		return map[string]any{"timestamp": ts, "cpus_user_time_secs": user, "cpus_system_time_secs": sys}
 	}
