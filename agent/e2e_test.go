@@ -112,6 +112,12 @@ func startE2E(t *testing.T, bin string, args ...string) *e2eProc {
 // ("" for the test's own).
 func startE2EIn(t *testing.T, dir, bin string, args ...string) *e2eProc {
 	t.Helper()
+	if len(args) > 0 && args[0] == "run" {
+		// These tests read the status lines from stdout; by default
+		// `mezzo run` streams the task's output there and its status
+		// lines to stderr.
+		args = append([]string{"run", "--stream=false"}, args[1:]...)
+	}
 	p := &e2eProc{cmd: exec.Command(bin, args...), out: &syncBuffer{}, log: &syncBuffer{}, done: make(chan struct{})}
 	p.cmd.Dir = dir
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.log
@@ -165,8 +171,12 @@ func poll(t *testing.T, what string, d time.Duration, cond func() bool) {
 	}
 }
 
-// e2eCgroupRoot is the --cgroups_root of the end-to-end agents.
-const e2eCgroupRoot = "mezzo-e2e"
+// e2eCgroupRoot is the --cgroups_root of the end-to-end agents. It names
+// this test process: an agent destroys the containers it finds under its
+// root and does not know (Mesos's orphan clean-up), so two test runs at
+// once (two checkouts, or a developer's run beside CI's) sharing a root
+// killed each other's executors.
+var e2eCgroupRoot = fmt.Sprintf("mezzo-e2e-%d", os.Getpid())
 
 // e2eCluster is a master and one agent.
 type e2eCluster struct {
@@ -296,7 +306,7 @@ func TestE2EMemoryLimit(t *testing.T) {
 	}
 	bin, hog := e2eBinaries(t)
 	c := startE2ECluster(t, bin, isolation)
-	run := startE2E(t, bin, "run", "--master="+c.master, "--name=hog", "--resources=cpus:0.1;mem:32", "--timeout=60secs", "--", hog, "200")
+	run := startE2E(t, bin, "run", "--master="+c.master, "--name=hog", "--task_id=hog", "--resources=cpus:0.1;mem:32", "--timeout=60secs", "--", hog, "200")
 	if code := run.wait(t, 60*time.Second); code == 0 {
 		t.Errorf("mezzo run exited 0 for a task over its memory limit")
 	}
@@ -321,8 +331,8 @@ func TestE2EAgentKillRestart(t *testing.T) {
 	}
 	bin, _ := e2eBinaries(t)
 	c := startE2ECluster(t, bin, isolation)
-	ckpt := startE2E(t, bin, "run", "--master="+c.master, "--checkpoint", "--name=ckpt", "--timeout=60secs", "--", "sleep", "4")
-	plain := startE2E(t, bin, "run", "--master="+c.master, "--name=plain", "--timeout=60secs", "--", "sleep", "60")
+	ckpt := startE2E(t, bin, "run", "--master="+c.master, "--checkpoint", "--name=ckpt", "--task_id=ckpt", "--timeout=60secs", "--", "sleep", "4")
+	plain := startE2E(t, bin, "run", "--master="+c.master, "--name=plain", "--task_id=plain", "--timeout=60secs", "--", "sleep", "60")
 	var pids map[string]int
 	poll(t, "both tasks running", 30*time.Second, func() bool {
 		pids = c.executorPids()
