@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"strconv"
@@ -83,11 +84,13 @@ type Agent struct {
 	sender atomic.Pointer[callSender]
 
 	// Everything below is owned by the loop goroutine.
-	agentID    string
+	// sess is the registration state machine (session.go) and sessIO its
+	// I/O; sess.agentID is the agent's ID once a master assigned one.
+	sess       session
+	sessIO     masterIO
 	frameworks map[string]*framework
 	fwOrder    []string
 	completedF []*framework
-	conn       connState
 	metrics    counters
 	// reregWait are the recovered executors of checkpointing frameworks
 	// that have not re-subscribed yet; the agent registers with the master
@@ -165,6 +168,14 @@ func New(cfg Config) (*Agent, error) {
 		frameworks: map[string]*framework{},
 	}
 	a.keptVolumes = map[string]*mesos.Resource{}
+	a.sessIO.a = a
+	a.sess = session{
+		sink:           &a.sessIO,
+		rand:           func(n int64) int64 { return rand.Int64N(n + 1) },
+		initialBackoff: cfg.RegistrationBackoff,
+		maxBackoff:     MaxRegistrationBackoff,
+		holdsTasks:     func() bool { return len(a.frameworks) > 0 },
+	}
 	transport := cfg.HTTPClient.Transport
 	if transport == nil {
 		transport = http.DefaultTransport
@@ -337,7 +348,7 @@ func (lt *loopTimer) Stop() {
 // of them, or those of non-checkpointing frameworks when the agent merely
 // stops, see Stop) and wait for them, stop the status update manager.
 func (a *Agent) shutdown() {
-	a.disconnect(ErrStopped)
+	a.sess.disconnect()
 	a.sum.Stop()
 	killAll := a.killAll.Load()
 	var wg sync.WaitGroup
@@ -386,8 +397,8 @@ func (a *Agent) agentInfo() *mesos.AgentInfo {
 		Resources:  a.flagsTotal.Proto(),
 		Attributes: a.attributes,
 	}
-	if a.agentID != "" {
-		info.Id = &mesos.AgentID{Value: proto.String(a.agentID)}
+	if a.sess.agentID != "" {
+		info.Id = &mesos.AgentID{Value: proto.String(a.sess.agentID)}
 	}
 	return info
 }

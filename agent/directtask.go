@@ -74,7 +74,7 @@ func (a *Agent) directUpdate(e *executor, t *task, state mesos.TaskState, reason
 		State:      state.Enum(),
 		Source:     mesos.TaskStatus_SOURCE_EXECUTOR.Enum(),
 		Reason:     reason,
-		AgentId:    agentIDProto(a.agentID),
+		AgentId:    agentIDProto(a.sess.agentID),
 		ExecutorId: e.info.GetExecutorId(),
 		Timestamp:  proto.Float64(float64(a.clock.Now().UnixNano()) / 1e9),
 		Uuid:       id[:],

@@ -235,8 +235,8 @@ func (a *Agent) maybeRemoveExecutor(e *executor) {
 		}
 	}
 	fw.completed = append(fw.completed, e)
-	if a.agentID != "" {
-		if err := a.eachMeta(func(m metaDir) error { return m.removeExecutor(a.agentID, fw.id, e.id) }); err != nil {
+	if a.sess.agentID != "" {
+		if err := a.eachMeta(func(m metaDir) error { return m.removeExecutor(a.sess.agentID, fw.id, e.id) }); err != nil {
 			a.log.Warn("removing executor checkpoint", "framework", fw.id, "executor", e.id, "err", err)
 		}
 	}
@@ -267,8 +267,8 @@ func (a *Agent) maybeRemoveFramework(fw *framework) {
 		// Its unacknowledged updates will never be acknowledged.
 		a.sum.CleanupFramework(fw.id)
 	}
-	if a.agentID != "" {
-		if err := a.eachMeta(func(m metaDir) error { return m.removeFramework(a.agentID, fw.id) }); err != nil {
+	if a.sess.agentID != "" {
+		if err := a.eachMeta(func(m metaDir) error { return m.removeFramework(a.sess.agentID, fw.id) }); err != nil {
 			a.log.Warn("removing framework checkpoint", "framework", fw.id, "err", err)
 		}
 	}
@@ -447,7 +447,7 @@ func (a *Agent) agentUpdateFor(fid string, fw *framework, e *executor, taskID st
 		Source:    mesos.TaskStatus_SOURCE_AGENT.Enum(),
 		Reason:    reason.Enum(),
 		Message:   proto.String(msg),
-		AgentId:   agentIDProto(a.agentID),
+		AgentId:   agentIDProto(a.sess.agentID),
 		Timestamp: proto.Float64(float64(a.clock.Now().UnixNano()) / 1e9),
 		Uuid:      id[:],
 	}

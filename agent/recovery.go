@@ -87,7 +87,7 @@ func (a *Agent) recoverCheckpoint() error {
 		// A new agent: updates checkpointed for an old identity are moot.
 		_ = removeAll(a.meta.updatesDir())
 	} else {
-		a.agentID = rec.info.GetId().GetValue()
+		a.sess.agentID = rec.info.GetId().GetValue()
 		a.streamsBefore = checkpointedStreams(a.meta.updatesDir())
 		if err := a.sum.Recover(); err != nil {
 			// Torn tails are cut back to their valid prefix; the rest of
@@ -214,7 +214,7 @@ func (a *Agent) recoverExecutor(fw *framework, re *recoveredExecutor, c containe
 			a.forgetTask(e, tid)
 			continue
 		}
-		t := e.addTask(ti, fw.id, a.agentID)
+		t := e.addTask(ti, fw.id, a.sess.agentID)
 		t.queued = false
 		if hasStream {
 			for _, u := range a.sum.Pending(fw.id, tid) {
@@ -329,16 +329,16 @@ func (a *Agent) finishRecovery() {
 	a.recovered = true
 	a.recoveryTime = a.clock.Now().Sub(a.startTime)
 	a.rec.frameworks = nil
-	a.log.Info("recovery complete", "agent_id", a.agentID, "frameworks", len(a.frameworks), "took", a.recoveryTime)
+	a.log.Info("recovery complete", "agent_id", a.sess.agentID, "frameworks", len(a.frameworks), "took", a.recoveryTime)
 	a.connect()
 }
 
 // forgetTask removes a completed task's checkpoint.
 func (a *Agent) forgetTask(e *executor, taskID string) {
-	if a.agentID == "" {
+	if a.sess.agentID == "" {
 		return
 	}
-	if err := a.eachMeta(func(m metaDir) error { return m.removeTask(a.agentID, e.fw.id, e.id, e.containerID, taskID) }); err != nil {
+	if err := a.eachMeta(func(m metaDir) error { return m.removeTask(a.sess.agentID, e.fw.id, e.id, e.containerID, taskID) }); err != nil {
 		a.log.Warn("removing task checkpoint", "task", taskID, "err", err)
 	}
 }
