@@ -42,10 +42,18 @@ type Agent struct {
 	// (--containerizers with docker), which runs Docker command tasks; nil
 	// without it.
 	docker *docker.Docker
-	sum    *statusupdate.Manager
-	files  *files.Handler
-	http   *httpapi.Handler
-	client *http.Client // cfg.HTTPClient's transport, redirects not followed
+	// sumManager is the status update manager; sum is the same object as
+	// the loop-owned state sees it (a sink).
+	sumManager *statusupdate.Manager
+	sum        updateSink
+	// The other sinks (sinks.go): real I/O, or recorders in pure tests.
+	containers containerSink
+	calls      callSink
+	timers     timerSink
+	cp         checkpointer
+	files      *files.Handler
+	http       *httpapi.Handler
+	client     *http.Client // cfg.HTTPClient's transport, redirects not followed
 
 	// flagsTotal is what --resources and detection give the agent; it is
 	// what AgentInfo.resources says. total is flagsTotal with the
@@ -169,6 +177,7 @@ func New(cfg Config) (*Agent, error) {
 	}
 	a.keptVolumes = map[string]*mesos.Resource{}
 	a.sessIO.a = a
+	a.containers, a.calls, a.timers, a.cp = liveContainers{a}, liveCalls{a}, clockTimers{a}, diskCheckpointer{a}
 	a.sess = session{
 		sink:           &a.sessIO,
 		rand:           func(n int64) int64 { return rand.Int64N(n + 1) },
@@ -208,8 +217,8 @@ func (a *Agent) Start() {
 	a.startOnce.Do(func() {
 		a.started.Store(true)
 		a.startTime = a.clock.Now()
-		a.sum.Pause() // until registered
-		a.sum.Start()
+		a.sumManager.Pause() // until registered
+		a.sumManager.Start()
 		go a.run()
 	})
 }
@@ -313,27 +322,8 @@ type loopTimer struct {
 	cancel  chan struct{}
 }
 
-// after arms a loopTimer on the agent's clock.
-func (a *Agent) after(d time.Duration, f func()) *loopTimer {
-	lt := &loopTimer{cancel: make(chan struct{})}
-	t := a.clock.NewTimer(d)
-	go func() {
-		select {
-		case <-t.C():
-			a.post(func() {
-				if !lt.stopped {
-					lt.stopped = true
-					f()
-				}
-			})
-		case <-lt.cancel:
-			t.Stop()
-		case <-a.stop:
-			t.Stop()
-		}
-	}()
-	return lt
-}
+// after arms a loopTimer through the timer sink.
+func (a *Agent) after(d time.Duration, f func()) *loopTimer { return a.timers.after(d, f) }
 
 // Stop cancels the timer (loop only; nil-safe).
 func (lt *loopTimer) Stop() {
@@ -349,7 +339,7 @@ func (lt *loopTimer) Stop() {
 // stops, see Stop) and wait for them, stop the status update manager.
 func (a *Agent) shutdown() {
 	a.sess.disconnect()
-	a.sum.Stop()
+	a.sumManager.Stop()
 	killAll := a.killAll.Load()
 	var wg sync.WaitGroup
 	for _, fw := range a.frameworks {

@@ -80,7 +80,7 @@ func (a *Agent) lookupExecutor(call *executorpb.Call) (*framework, *executor, er
 // then the replay of the updates the executor says are unacknowledged,
 // then TASK_DROPPED/LOST for launched tasks it never heard of, then the
 // queued launches.
-func (a *Agent) subscribeExecutor(call *executorpb.Call, s *httpapi.ExecutorStream) error {
+func (a *Agent) subscribeExecutor(call *executorpb.Call, s executorConn) error {
 	fw, e, err := a.lookupExecutor(call)
 	if err != nil {
 		return err
@@ -131,8 +131,8 @@ func (a *Agent) subscribeExecutor(call *executorpb.Call, s *httpapi.ExecutorStre
 	return nil
 }
 
-func (a *Agent) executorDisconnected(e *executor, s *httpapi.ExecutorStream) {
-	if e.conn == executorConn(s) {
+func (a *Agent) executorDisconnected(e *executor, s executorConn) {
+	if e.conn == s {
 		e.conn = nil
 		a.log.Info("executor disconnected", "framework", e.fw.id, "executor", e.id)
 	}

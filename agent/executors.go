@@ -236,7 +236,7 @@ func (a *Agent) maybeRemoveExecutor(e *executor) {
 	}
 	fw.completed = append(fw.completed, e)
 	if a.sess.agentID != "" {
-		if err := a.eachMeta(func(m metaDir) error { return m.removeExecutor(a.sess.agentID, fw.id, e.id) }); err != nil {
+		if err := a.cp.forgetExecutor(a.sess.agentID, fw, e); err != nil {
 			a.log.Warn("removing executor checkpoint", "framework", fw.id, "executor", e.id, "err", err)
 		}
 	}
@@ -268,7 +268,7 @@ func (a *Agent) maybeRemoveFramework(fw *framework) {
 		a.sum.CleanupFramework(fw.id)
 	}
 	if a.sess.agentID != "" {
-		if err := a.eachMeta(func(m metaDir) error { return m.removeFramework(a.sess.agentID, fw.id) }); err != nil {
+		if err := a.cp.forgetFramework(a.sess.agentID, fw); err != nil {
 			a.log.Warn("removing framework checkpoint", "framework", fw.id, "err", err)
 		}
 	}

@@ -106,7 +106,7 @@ func (a *Agent) checkpointFramework(fw *framework) {
 	if a.sess.agentID == "" {
 		return
 	}
-	if err := a.meta.checkpointFramework(a.sess.agentID, fw.info); err != nil {
+	if err := a.cp.framework(a.sess.agentID, fw); err != nil {
 		a.log.Warn("checkpointing framework", "framework", fw.id, "err", err)
 	}
 }
@@ -173,7 +173,7 @@ func (a *Agent) launch(fw *framework, info *mesos.ExecutorInfo, kind executorKin
 	}
 	for _, ti := range tasks {
 		e.addTask(ti, fw.id, a.sess.agentID)
-		if err := a.recordsFor(fw).checkpointTask(a.sess.agentID, fw.id, e.id, e.containerID, ti, !cacheOnly(fw, a.bootID)); err != nil {
+		if err := a.cp.task(a.sess.agentID, fw, e, ti); err != nil {
 			a.log.Error("checkpointing task", "framework", fw.id, "task", ti.GetTaskId().GetValue(), "err", err)
 		}
 	}
@@ -279,7 +279,7 @@ func (a *Agent) newExecutor(fw *framework, info *mesos.ExecutorInfo, kind execut
 	}
 	// Checkpointed before the container starts, so that a restarted agent
 	// knows every container it may find running.
-	if err := a.recordsFor(fw).checkpointExecutor(a.sess.agentID, fw.id, info, kind, cid, !cacheOnly(fw, a.bootID)); err != nil {
+	if err := a.cp.executor(a.sess.agentID, fw, e); err != nil {
 		a.log.Error("checkpointing executor", "framework", fw.id, "executor", e.id, "err", err)
 	}
 	a.attachSandbox(e)
@@ -319,7 +319,7 @@ func (a *Agent) newExecutor(fw *framework, info *mesos.ExecutorInfo, kind execut
 		direct = first.task
 		directCommand(&cfg, first.task)
 	}
-	go a.startContainer(e, cfg, uris, fetch, direct)
+	a.containers.start(e, cfg, uris, fetch, direct)
 	return e
 }
 
