@@ -42,24 +42,16 @@ type Agent struct {
 	// (--containerizers with docker), which runs Docker command tasks; nil
 	// without it.
 	docker *docker.Docker
-	// sumManager is the status update manager; sum is the same object as
-	// the loop-owned state sees it (a sink).
+	// sumManager is the status update manager (core.sum as a sink).
 	sumManager *statusupdate.Manager
-	sum        updateSink
-	// The other sinks (sinks.go): real I/O, or recorders in pure tests.
-	containers containerSink
-	calls      callSink
-	timers     timerSink
-	cp         checkpointer
 	files      *files.Handler
 	http       *httpapi.Handler
 	client     *http.Client // cfg.HTTPClient's transport, redirects not followed
 
 	// flagsTotal is what --resources and detection give the agent; it is
-	// what AgentInfo.resources says. total is flagsTotal with the
-	// checkpointed resources applied (loop-owned after Start).
+	// what AgentInfo.resources says (core.total applies the checkpointed
+	// resources to it).
 	flagsTotal resources.Resources
-	total      resources.Resources
 	attributes []*mesos.Attribute
 	bootID     string
 	endpoint   string // ip:port
@@ -91,33 +83,11 @@ type Agent struct {
 	// registered; read by the status update manager's Forward.
 	sender atomic.Pointer[callSender]
 
-	// Everything below is owned by the loop goroutine.
-	// sess is the registration state machine (session.go) and sessIO its
-	// I/O; sess.agentID is the agent's ID once a master assigned one.
-	sess       session
-	sessIO     masterIO
-	frameworks map[string]*framework
-	fwOrder    []string
-	completedF []*framework
-	metrics    counters
-	// reregWait are the recovered executors of checkpointing frameworks
-	// that have not re-subscribed yet; the agent registers with the master
-	// once they have or --executor_reregistration_timeout has passed.
-	reregWait  map[*executor]bool
-	reregTimer *loopTimer
-	// recoveryTime is how long recovery took (slave/recovery_time_secs);
-	// recovered is set once it is done.
-	recoveryTime time.Duration
-	recovered    bool
-	// checkpointed are the dynamic reservations and persistent volumes the
-	// master told the agent to keep (reservations.go); cpFiles is what New
-	// found in meta/resources, until it has been applied.
-	checkpointed resources.Resources
-	cpFiles      checkpointedFiles
-	// keptVolumes are directories of volumes no longer checkpointed that a
-	// container still used when they were dropped, to be removed once none
-	// does.
-	keptVolumes map[string]*mesos.Resource
+	// sessIO is the registration session's I/O (core.sess's sink).
+	sessIO masterIO
+
+	// core is the loop-owned state (core.go).
+	core
 }
 
 // counters are the agent's cumulative metrics.
@@ -166,16 +136,14 @@ func New(cfg Config) (*Agent, error) {
 		cz:         cfg.Containerizer,
 		files:      files.New(),
 		flagsTotal: total,
-		total:      total,
 		attributes: attrs,
 		bootID:     readBootID(),
 		endpoint:   net.JoinHostPort(cfg.IP, strconv.Itoa(cfg.Port)),
 		inbox:      make(chan func(), 64),
 		stop:       make(chan struct{}),
 		done:       make(chan struct{}),
-		frameworks: map[string]*framework{},
 	}
-	a.keptVolumes = map[string]*mesos.Resource{}
+	a.core = newCore(total)
 	a.sessIO.a = a
 	a.containers, a.calls, a.timers, a.cp = liveContainers{a}, liveCalls{a}, clockTimers{a}, diskCheckpointer{a}
 	a.sess = session{

@@ -257,7 +257,7 @@ func TestCommandExecutorInfo(t *testing.T) {
 }
 
 func TestExecutorEnvOverrides(t *testing.T) {
-	a := &Agent{cfg: Config{ExecutorShutdownGracePeriod: 5 * time.Second}, endpoint: "10.0.0.1:5051", sess: session{agentID: "S1"}}
+	a := &Agent{cfg: Config{ExecutorShutdownGracePeriod: 5 * time.Second}, endpoint: "10.0.0.1:5051", core: core{sess: session{agentID: "S1"}}}
 	fw := &framework{id: "F1", info: frameworkInfo("F1")}
 	e := &executor{id: "e1", directory: "/sandbox", info: &mesos.ExecutorInfo{
 		ShutdownGracePeriod: &mesos.DurationInfo{Nanoseconds: proto.Int64(int64(90 * time.Second))},

@@ -16,6 +16,7 @@ import (
 	"mezzo/api/mesos"
 	"mezzo/api/protocol"
 	"mezzo/internal/clock"
+	"mezzo/resources"
 
 	"google.golang.org/protobuf/proto"
 )
@@ -55,12 +56,11 @@ func newPureAgent(t *testing.T) *pureAgent {
 			ExecutorShutdownGracePeriod: 5 * time.Second,
 			LauncherPath:                "/usr/bin/mezzo",
 		},
-		log:         slog.New(slog.NewTextHandler(io.Discard, nil)),
-		clock:       clk,
-		files:       files.New(),
-		stop:        stop,
-		frameworks:  map[string]*framework{},
-		keptVolumes: map[string]*mesos.Resource{},
+		log:   slog.New(slog.NewTextHandler(io.Discard, nil)),
+		clock: clk,
+		files: files.New(),
+		stop:  stop,
+		core:  newCore(resources.Resources{}),
 	}
 	a.sum = p.upd
 	a.containers = recContainers{p}
