@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -18,7 +17,6 @@ import (
 	"mezzo/agent/httpapi"
 	"mezzo/agent/statusupdate"
 	"mezzo/api/mesos"
-	"mezzo/internal/clock"
 	"mezzo/resources"
 
 	"google.golang.org/protobuf/proto"
@@ -29,10 +27,7 @@ var ErrStopped = errors.New("agent stopped")
 
 // Agent is one mezzo agent. Create it with New, serve Handler, then Start.
 type Agent struct {
-	cfg   Config
-	log   *slog.Logger
-	clock clock.Clock
-	meta  metaDir
+	meta metaDir
 	// runtime holds the records a reboot makes worthless (Config.RuntimeDir;
 	// the same as meta when none is configured).
 	runtime metaDir
@@ -128,9 +123,6 @@ func New(cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	a := &Agent{
-		cfg:        cfg,
-		log:        cfg.Logger,
-		clock:      cfg.Clock,
 		meta:       metaDir(cfg.WorkDir + "/meta"),
 		runtime:    runtimeMeta(cfg),
 		cz:         cfg.Containerizer,
@@ -143,7 +135,7 @@ func New(cfg Config) (*Agent, error) {
 		stop:       make(chan struct{}),
 		done:       make(chan struct{}),
 	}
-	a.core = newCore(total)
+	a.core = newCore(cfg, total)
 	a.sessIO.a = a
 	a.containers, a.calls, a.timers, a.cp = liveContainers{a}, liveCalls{a}, clockTimers{a}, diskCheckpointer{a}
 	a.sess = session{
@@ -291,7 +283,7 @@ type loopTimer struct {
 }
 
 // after arms a loopTimer through the timer sink.
-func (a *Agent) after(d time.Duration, f func()) *loopTimer { return a.timers.after(d, f) }
+func (a *core) after(d time.Duration, f func()) *loopTimer { return a.timers.after(d, f) }
 
 // Stop cancels the timer (loop only; nil-safe).
 func (lt *loopTimer) Stop() {

@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"log/slog"
+	"mezzo/internal/clock"
 	"time"
 
 	"mezzo/api/mesos"
@@ -13,10 +15,23 @@ import (
 // touches it; nothing in it blocks or does I/O itself, so pure tests build
 // an Agent around a core with recording sinks (core_harness_test.go).
 //
-// The Agent embeds it: the handlers are still methods on *Agent (they
-// also read Agent's immutable configuration), but the I/O handles they
-// must not touch live outside core.
+// The Agent embeds it. Handlers that need nothing but the core are
+// methods on *core: the kill path (killTask, killQueued, killDirectTask,
+// shutdownExecutor, shutdownFramework, registrationTimeout), the
+// agent's own status updates (agentUpdate, handleStatus), acknowledgements
+// and the retirement of tasks, executors and frameworks, UPDATE_FRAMEWORK,
+// RECONCILE and framework messages. Their receiver keeps the name a that
+// it had on *Agent, so the move changed only their signatures. The rest
+// (launching, an executor's exit, recovery, reservations, the HTTP
+// backend) still need an Agent handle (sandboxes, /files, the docker
+// containerizer, recovery state) and remain methods on *Agent.
 type core struct {
+	// cfg, log and clock are read-only: the configuration, the logger and
+	// the injected time source (a fake one in tests).
+	cfg   Config
+	log   *slog.Logger
+	clock clock.Clock
+
 	// sess is the registration state machine (session.go); sess.agentID
 	// is the agent's ID once a master assigned one.
 	sess session
@@ -58,8 +73,11 @@ type core struct {
 
 // newCore is an empty core for an agent with the given total; the caller
 // wires the session and the sinks.
-func newCore(total resources.Resources) core {
+func newCore(cfg Config, total resources.Resources) core {
 	return core{
+		cfg:         cfg,
+		log:         cfg.Logger,
+		clock:       cfg.Clock,
 		total:       total,
 		frameworks:  map[string]*framework{},
 		keptVolumes: map[string]*mesos.Resource{},

@@ -49,18 +49,18 @@ func newPureAgent(t *testing.T) *pureAgent {
 	p.upd = &recUpdates{fx: fx}
 	stop := make(chan struct{})
 	t.Cleanup(func() { close(stop) })
+	cfg := Config{
+		WorkDir:                     t.TempDir(),
+		ExecutorRegistrationTimeout: time.Minute,
+		ExecutorShutdownGracePeriod: 5 * time.Second,
+		LauncherPath:                "/usr/bin/mezzo",
+		Logger:                      slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Clock:                       clk,
+	}
 	a := &Agent{
-		cfg: Config{
-			WorkDir:                     t.TempDir(),
-			ExecutorRegistrationTimeout: time.Minute,
-			ExecutorShutdownGracePeriod: 5 * time.Second,
-			LauncherPath:                "/usr/bin/mezzo",
-		},
-		log:   slog.New(slog.NewTextHandler(io.Discard, nil)),
-		clock: clk,
 		files: files.New(),
 		stop:  stop,
-		core:  newCore(resources.Resources{}),
+		core:  newCore(cfg, resources.Resources{}),
 	}
 	a.sum = p.upd
 	a.containers = recContainers{p}

@@ -23,7 +23,7 @@
 // and a master event must be fenced by the same epoch that decides the next
 // SUBSCRIBE.
 //
-// The state below the loop is synchronous and touches the world only
+// The state below the loop (core.go) is synchronous and touches the world only
 // through small injected sinks (sinks.go): containerSink (start and destroy
 // containers), updateSink (the status update manager), callSink (calls to
 // the master), timerSink (loop timers) and checkpointer (meta/ records);

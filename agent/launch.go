@@ -87,7 +87,7 @@ func (a *Agent) runTaskGroup(m *protocol.AgentEvent_RunTaskGroup) {
 
 // ensureFramework returns the framework, creating (and checkpointing) it,
 // or refreshing its info.
-func (a *Agent) ensureFramework(info *mesos.FrameworkInfo) *framework {
+func (a *core) ensureFramework(info *mesos.FrameworkInfo) *framework {
 	id := info.GetId().GetValue()
 	fw := a.frameworks[id]
 	if fw == nil {
@@ -102,7 +102,7 @@ func (a *Agent) ensureFramework(info *mesos.FrameworkInfo) *framework {
 	return fw
 }
 
-func (a *Agent) checkpointFramework(fw *framework) {
+func (a *core) checkpointFramework(fw *framework) {
 	if a.sess.agentID == "" {
 		return
 	}

@@ -335,7 +335,7 @@ func (a *Agent) finishRecovery() {
 }
 
 // forgetTask removes a completed task's checkpoint.
-func (a *Agent) forgetTask(e *executor, taskID string) {
+func (a *core) forgetTask(e *executor, taskID string) {
 	if a.sess.agentID == "" {
 		return
 	}
@@ -345,7 +345,7 @@ func (a *Agent) forgetTask(e *executor, taskID string) {
 }
 
 // destroy kills a container through the container sink.
-func (a *Agent) destroy(id string, grace time.Duration) { a.containers.destroy(id, grace) }
+func (a *core) destroy(id string, grace time.Duration) { a.containers.destroy(id, grace) }
 
 // moveTree moves the files under from (container records an agent without
 // a runtime directory left under meta/) to the same paths under to, then

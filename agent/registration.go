@@ -265,7 +265,7 @@ func (a *Agent) onMasterEvent(id uint64, ev *protocol.AgentEvent) {
 
 // sendCall posts a call to the master if registered (loop or any
 // goroutine); false when there is no connection to send it on.
-func (a *Agent) sendCall(c *protocol.AgentCall) bool { return a.calls.send(c) }
+func (a *core) sendCall(c *protocol.AgentCall) bool { return a.calls.send(c) }
 
 // forward is the status update manager's Forward: it runs on the
 // manager's goroutine.
