@@ -179,6 +179,11 @@ func (c *Config) validate() error {
 	}
 	for i, m := range c.Masters {
 		m = strings.TrimSpace(m)
+		if strings.HasPrefix(m, "zk://") || strings.HasPrefix(m, "file://") {
+			// A Mesos agent's --master; mezzo's masters elect among
+			// themselves (docs/from-mesos.md).
+			return fmt.Errorf("agent config: 'masters[%d]' %q: mezzo needs no ZooKeeper; list the masters' addresses instead, e.g. --master=m1:5050,m2:5050,m3:5050", i, c.Masters[i])
+		}
 		m = strings.TrimPrefix(strings.TrimPrefix(m, "http://"), "//")
 		m = strings.TrimSuffix(m, "/")
 		if _, _, err := net.SplitHostPort(m); err != nil {

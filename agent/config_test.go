@@ -38,6 +38,7 @@ func TestConfigValidate(t *testing.T) {
 	}{
 		{func(c *Config) { c.Masters = nil }, "'masters' is empty"},
 		{func(c *Config) { c.Masters = []string{"nope"} }, "'masters[0]'"},
+		{func(c *Config) { c.Masters = []string{"zk://z1:2181,z2:2181/mesos"} }, "mezzo needs no ZooKeeper"},
 		{func(c *Config) { c.WorkDir = "" }, "'work_dir' is required"},
 		{func(c *Config) { c.IP = "x" }, "'ip'"},
 		{func(c *Config) { c.Port = 70000 }, "'port'"},

@@ -33,8 +33,8 @@
 // the pure tests (session_test.go, core_test.go) wire recorders and a fake
 // clock and drive the loop's handlers directly, with no processes or
 // sleeps. The integration tests (harness_test.go and the e2e tests) run the
-// real loop. UsageSource (sinks.go) is where agent/oversub's estimators and
-// QoS controllers will read container usage.
+// real loop. sinks.go notes where agent/oversub's estimators and QoS
+// controllers will attach (their Meter is the containerizers' Usage).
 //
 // # Registration (session.go)
 //

@@ -32,7 +32,7 @@ func (a *Agent) connect() {
 	if a.rec != nil {
 		minEpoch = a.rec.epoch
 	}
-	a.sess.connect(minEpoch)
+	a.sess.connect(minEpoch, a.clock.Now())
 }
 
 func (m *masterIO) dial(attempt uint64, leader string, epoch uint64) {
@@ -111,7 +111,8 @@ func (m *masterIO) fail(err error) { m.a.fail(err) }
 
 func (m *masterIO) armRetry(d time.Duration) {
 	m.retry.Stop()
-	m.retry = m.a.after(d, m.a.sess.retry)
+	a := m.a
+	m.retry = a.after(d, func() { a.sess.retry(a.clock.Now()) })
 }
 
 func (m *masterIO) armPingCheck(d time.Duration) {
@@ -210,8 +211,13 @@ func (a *Agent) onStreamOpened(id uint64, master string) {
 
 func (a *Agent) onStreamClosed(id uint64, err error) {
 	master := a.sess.master
-	if a.sess.streamClosed(id) {
+	switch grade, down := a.sess.streamClosed(id, a.clock.Now()); grade {
+	case closeLostMaster:
 		a.log.Warn("master connection lost", "master", master, "err", err)
+	case closeStillQuiet:
+		a.log.Info("no registration with the master yet; retrying", "master", master, "err", err)
+	case closeOverdue:
+		a.log.Warn("cannot register with the master", "master", master, "for", down.Round(time.Second), "err", err)
 	}
 }
 

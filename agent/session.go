@@ -102,16 +102,41 @@ type session struct {
 	lastEvent   time.Time
 	pingTimeout time.Duration
 	masterInfo  *mesos.MasterInfo
+	// unregisteredSince is when the agent last found itself without a
+	// registered connection (its start, or the loss of its master); zero
+	// while registered. It grades failed attempts (streamClosed).
+	unregisteredSince time.Time
 }
+
+// quietRegistration is how long failed registration attempts log at INFO
+// before they become warnings: at start-up the master may not be up or
+// have elected a leader yet (it answers "not the leader" until then), and
+// after a failover the next leader takes a few Raft timeouts, so an agent
+// that is told to retry for a while is healthy. One that is still
+// unregistered after this long is not.
+const quietRegistration = 30 * time.Second
+
+// closeGrade says how loudly a closed stream deserves to be reported.
+type closeGrade int
+
+const (
+	closeIgnored    closeGrade = iota // a stale attempt's stream
+	closeLostMaster                   // the registered stream broke
+	closeStillQuiet                   // unregistered for less than quietRegistration
+	closeOverdue                      // unregistered for longer
+)
 
 // registeredNow says whether the agent holds a live registration.
 func (s *session) registeredNow() bool { return s.phase == sessRegistered }
 
 // connect starts a new subscription attempt, abandoning any other;
 // minEpoch is the highest epoch recovered from the checkpoint.
-func (s *session) connect(minEpoch uint64) {
+func (s *session) connect(minEpoch uint64, now time.Time) {
 	if s.phase == sessShutDown {
 		return
+	}
+	if s.phase != sessRegistered && s.unregisteredSince.IsZero() {
+		s.unregisteredSince = now
 	}
 	s.sink.disarm()
 	s.sink.hangUp()
@@ -127,7 +152,7 @@ func (s *session) connect(minEpoch uint64) {
 }
 
 // retry is the reconnect timer's expiry.
-func (s *session) retry() { s.connect(0) }
+func (s *session) retry(now time.Time) { s.connect(0, now) }
 
 // streamOpened: attempt's stream reached master (307s followed).
 func (s *session) streamOpened(attempt uint64, master string) {
@@ -136,13 +161,24 @@ func (s *session) streamOpened(attempt uint64, master string) {
 	}
 }
 
-// streamClosed: attempt's stream ended or could not be opened.
-func (s *session) streamClosed(attempt uint64) bool {
+// streamClosed: attempt's stream ended or could not be opened. It grades
+// the loss for the log, with how long the agent has been unregistered.
+func (s *session) streamClosed(attempt uint64, now time.Time) (closeGrade, time.Duration) {
 	if attempt != s.attempt || s.phase == sessShutDown {
-		return false
+		return closeIgnored, 0
+	}
+	grade, down := closeLostMaster, now.Sub(s.unregisteredSince)
+	switch {
+	case s.phase == sessRegistered:
+		s.unregisteredSince = now
+		down = 0
+	case down < quietRegistration:
+		grade = closeStillQuiet
+	default:
+		grade = closeOverdue
 	}
 	s.lost()
-	return true
+	return grade, down
 }
 
 // callRefused: the master answered a call of attempt with 403 (it does not
@@ -271,6 +307,7 @@ func (s *session) subscribed(m *protocol.AgentEvent_Subscribed) (eventVerdict, s
 	s.leader = s.master
 	s.masterInfo = m.GetMasterInfo()
 	s.backoff = 0
+	s.unregisteredSince = time.Time{}
 	interval := time.Duration(m.GetPingIntervalSeconds() * float64(time.Second))
 	if interval <= 0 {
 		interval = defaultPingInterval

@@ -96,7 +96,7 @@ func wantEffects(t *testing.T, r *recordingSession, want ...string) {
 func TestSessionRegisters(t *testing.T) {
 	s, r := newTestSession()
 	t0 := time.Unix(1000, 0)
-	s.connect(0)
+	s.connect(0, t0)
 	if s.phase != sessRegistering {
 		t.Fatalf("phase %v, want REGISTERING", s.phase)
 	}
@@ -128,7 +128,7 @@ func TestSessionRegisters(t *testing.T) {
 func TestSessionReregistersWithBackoff(t *testing.T) {
 	s, r := newTestSession()
 	t0 := time.Unix(1000, 0)
-	s.connect(0)
+	s.connect(0, t0)
 	s.streamOpened(1, "m1:5050")
 	s.event(1, subscribedEv(3, "S1", 15, 5), t0)
 	r.take()
@@ -136,7 +136,7 @@ func TestSessionReregistersWithBackoff(t *testing.T) {
 	var retries []string
 	for i := range 4 {
 		attempt := s.attempt
-		if !s.streamClosed(attempt) {
+		if g, _ := s.streamClosed(attempt, t0); g == closeIgnored {
 			t.Fatalf("round %d: close of the current stream ignored", i)
 		}
 		if s.phase != sessDisconnected {
@@ -144,7 +144,7 @@ func TestSessionReregistersWithBackoff(t *testing.T) {
 		}
 		got := r.take()
 		retries = append(retries, got[len(got)-1])
-		s.retry()
+		s.retry(t0)
 		if s.phase != sessReregistering {
 			t.Fatalf("phase %v after retry, want REREGISTERING", s.phase)
 		}
@@ -157,7 +157,7 @@ func TestSessionReregistersWithBackoff(t *testing.T) {
 		t.Fatalf("backoffs %v, want %v", retries, want)
 	}
 	// A close reported by an abandoned attempt changes nothing.
-	if s.streamClosed(s.attempt - 1) {
+	if g, _ := s.streamClosed(s.attempt-1, t0); g != closeIgnored {
 		t.Fatal("stale close acted on")
 	}
 	s.streamOpened(s.attempt, "m2:5050")
@@ -166,7 +166,7 @@ func TestSessionReregistersWithBackoff(t *testing.T) {
 		t.Fatalf("after re-registration: leader %q backoff %v", s.leader, s.backoff)
 	}
 	r.take()
-	s.streamClosed(s.attempt)
+	s.streamClosed(s.attempt, t0)
 	if got := r.take(); got[len(got)-1] != "arm-retry 1s" {
 		t.Fatalf("backoff not reset: %v", got)
 	}
@@ -178,7 +178,7 @@ func TestSessionReregistersWithBackoff(t *testing.T) {
 func TestSessionEpochFencing(t *testing.T) {
 	s, r := newTestSession()
 	t0 := time.Unix(1000, 0)
-	s.connect(4) // recovered epoch 4
+	s.connect(4, t0) // recovered epoch 4
 	wantEffects(t, r, "disarm", "hang-up", `dial attempt=1 leader="" epoch=4`)
 	if v, why := s.event(1, subscribedEv(3, "S1", 15, 5), t0); v != dropEvent || !strings.Contains(why, "stale master epoch 3 < 4") {
 		t.Fatalf("stale SUBSCRIBED: %v %q", v, why)
@@ -215,8 +215,8 @@ func TestSessionEpochFencing(t *testing.T) {
 		t.Fatalf("epoch %d, want 6", s.epoch)
 	}
 	// The next SUBSCRIBE carries the highest epoch.
-	s.streamClosed(1)
-	s.retry()
+	s.streamClosed(1, t0)
+	s.retry(t0)
 	if got := r.take(); got[len(got)-1] != `dial attempt=3 leader="" epoch=6` {
 		t.Fatalf("resubscribe: %v", got)
 	}
@@ -227,7 +227,7 @@ func TestSessionEpochFencing(t *testing.T) {
 func TestSessionPingTimeout(t *testing.T) {
 	s, r := newTestSession()
 	t0 := time.Unix(1000, 0)
-	s.connect(0)
+	s.connect(0, t0)
 	s.event(1, subscribedEv(1, "S1", 10, 3), t0)
 	wantEffects(t, r, "disarm", "hang-up", `dial attempt=1 leader="" epoch=0`,
 		"checkpoint-agent S1 epoch=1", "arm-ping 30s", "registered attempt=1 master= agent=S1")
@@ -257,7 +257,7 @@ func TestSessionEndings(t *testing.T) {
 	registered := func(tasks bool) (*session, *recordingSession) {
 		s, r := newTestSession()
 		r.tasks = tasks
-		s.connect(0)
+		s.connect(0, t0)
 		s.event(1, subscribedEv(1, "S1", 15, 5), t0)
 		r.take()
 		return s, r
@@ -268,7 +268,7 @@ func TestSessionEndings(t *testing.T) {
 		s.event(1, &protocol.AgentEvent{Type: protocol.AgentEvent_SHUTDOWN.Enum(), Epoch: proto.Uint64(1),
 			Shutdown: &protocol.AgentEvent_Shutdown{Message: proto.String("removed")}}, t0)
 		wantEffects(t, r, "forget-identity", "disarm", "hang-up", "fail the master shut this agent down: removed")
-		s.retry()
+		s.retry(t0)
 		s.scheduleReconnect()
 		wantEffects(t, r) // a shut-down session never dials again
 		if s.phase != sessShutDown {
@@ -299,8 +299,8 @@ func TestSessionEndings(t *testing.T) {
 	})
 	t.Run("a new agent id without tasks is adopted", func(t *testing.T) {
 		s, r := registered(false)
-		s.streamClosed(1)
-		s.retry()
+		s.streamClosed(1, t0)
+		s.retry(t0)
 		r.take()
 		s.event(s.attempt, subscribedEv(1, "S2", 15, 5), t0)
 		if s.agentID != "S2" || !s.registeredNow() {
@@ -309,8 +309,8 @@ func TestSessionEndings(t *testing.T) {
 	})
 	t.Run("a new agent id with tasks is fatal", func(t *testing.T) {
 		s, r := registered(true)
-		s.streamClosed(1)
-		s.retry()
+		s.streamClosed(1, t0)
+		s.retry(t0)
 		r.take()
 		s.event(s.attempt, subscribedEv(1, "S2", 15, 5), t0)
 		wantEffects(t, r, "disarm", "hang-up", "fail the master assigned agent id S2, but this agent runs tasks as S1")
@@ -320,10 +320,40 @@ func TestSessionEndings(t *testing.T) {
 	})
 	t.Run("SUBSCRIBED without an id reconnects", func(t *testing.T) {
 		s, r := newTestSession()
-		s.connect(0)
+		s.connect(0, t0)
 		r.take()
 		s.event(1, &protocol.AgentEvent{Type: protocol.AgentEvent_SUBSCRIBED.Enum(), Epoch: proto.Uint64(1),
 			Subscribed: &protocol.AgentEvent_Subscribed{MasterInfo: &mesos.MasterInfo{}}}, t0)
 		wantEffects(t, r, "disarm", "hang-up", "arm-retry 1s")
 	})
+}
+
+// Failed attempts are graded for the log: quiet for quietRegistration
+// after the agent found itself unregistered (start-up, a failover), then
+// overdue; the loss of a registered stream is its own grade and restarts
+// the quiet period.
+func TestSessionGradesFailedAttempts(t *testing.T) {
+	s, _ := newTestSession()
+	t0 := time.Unix(1000, 0)
+	s.connect(0, t0)
+	if g, _ := s.streamClosed(s.attempt, t0.Add(10*time.Second)); g != closeStillQuiet {
+		t.Fatalf("first failure: %v", g)
+	}
+	s.retry(t0.Add(20 * time.Second))
+	if g, down := s.streamClosed(s.attempt, t0.Add(31*time.Second)); g != closeOverdue || down != 31*time.Second {
+		t.Fatalf("after the quiet period: %v %v", g, down)
+	}
+	s.retry(t0.Add(40 * time.Second))
+	s.event(s.attempt, subscribedEv(1, "S1", 15, 5), t0.Add(40*time.Second))
+	t1 := t0.Add(time.Hour)
+	if g, _ := s.streamClosed(s.attempt, t1); g != closeLostMaster {
+		t.Fatalf("loss of the registered stream: %v", g)
+	}
+	s.retry(t1)
+	if g, _ := s.streamClosed(s.attempt, t1.Add(29*time.Second)); g != closeStillQuiet {
+		t.Fatalf("quiet period not restarted: %v", g)
+	}
+	if g, _ := s.streamClosed(s.attempt-1, t1.Add(time.Hour)); g != closeIgnored {
+		t.Fatalf("stale stream graded %v", g)
+	}
 }

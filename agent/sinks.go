@@ -7,6 +7,7 @@ import (
 
 	"mezzo/agent/containerizer"
 	"mezzo/agent/fetcher"
+	"mezzo/agent/oversub"
 	"mezzo/api/mesos"
 	"mezzo/api/protocol"
 )
@@ -68,16 +69,15 @@ type checkpointer interface {
 	forgetFramework(agentID string, fw *framework) error
 }
 
-// UsageSource measures a live container's resource usage: what
-// /monitor/statistics reports, and what agent/oversub's estimators and QoS
-// controllers will read when they are wired in (through a sink of their
-// own, on the loop). The containerizers already satisfy it.
-type UsageSource interface {
-	Usage(ctx context.Context, containerID string) (*mesos.ResourceStatistics, error)
-}
-
+// Oversubscription attaches here, not wired yet: agent/oversub.Measure
+// builds its UsageSource from the list of live containers with their
+// allocations (which the loop would build from the core's executors and
+// hand over as a snapshot) and a Meter, which the containerizers already
+// satisfy; the estimate and QoS corrections would come back to the loop
+// as events and leave through callSink (UPDATE_RESOURCES) and the kill
+// path.
 var (
-	_ UsageSource = containerizer.UsageReporter(nil)
+	_ oversub.Meter = containerizer.UsageReporter(nil)
 
 	_ containerSink = liveContainers{}
 	_ callSink      = liveCalls{}

@@ -47,6 +47,9 @@ type spec struct {
 	run     func(e *env, c *invocation) error
 	setup   func(fs *flag.FlagSet) any // extra flags; the result is passed in invocation.opts
 	nargs   int                        // exact number of positional arguments
+	// maxargs, when above nargs, allows nargs to maxargs positional
+	// arguments (a command with optional actions, e.g. `agents drain ID`).
+	maxargs int
 }
 
 // invocation is one parsed command line.
@@ -62,16 +65,17 @@ type invocation struct {
 
 func (e *env) commands() map[string]Command {
 	specs := map[string]spec{
-		"tasks":      tasksSpec,
-		"agents":     agentsSpec,
-		"frameworks": frameworksSpec,
-		"roles":      rolesSpec,
-		"explain":    explainSpec,
-		"logs":       logsSpec,
-		"teardown":   teardownSpec,
-		"reserve":    reserveSpec,
-		"unreserve":  unreserveSpec,
-		"volumes":    volumesSpec,
+		"tasks":       tasksSpec,
+		"agents":      agentsSpec,
+		"frameworks":  frameworksSpec,
+		"roles":       rolesSpec,
+		"explain":     explainSpec,
+		"logs":        logsSpec,
+		"teardown":    teardownSpec,
+		"reserve":     reserveSpec,
+		"unreserve":   unreserveSpec,
+		"volumes":     volumesSpec,
+		"maintenance": maintenanceSpec,
 	}
 	out := make(map[string]Command, len(specs))
 	for name, s := range specs {
@@ -111,7 +115,7 @@ func (e *env) run(name string, s spec, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stderr, "mezzo %s: %v\n", name, err)
 		return 2
 	}
-	if len(pos) != s.nargs {
+	if len(pos) != s.nargs && (s.maxargs <= s.nargs || len(pos) < s.nargs || len(pos) > s.maxargs) {
 		fmt.Fprintf(stderr, "mezzo %s: expecting %d argument(s)%s, got %d\n", name, s.nargs, s.usage, len(pos))
 		return 2
 	}

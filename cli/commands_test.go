@@ -37,9 +37,9 @@ ID     NAME        FRAMEWORK  AGENT  STATE        CPUS  MEM  AGE
 t-old  task t-old  m1-0001    m1-S1  TASK_KILLED  1     0    2m
 `},
 		{"agents", []string{"agents"}, `
-ID     HOSTNAME        CPUS  MEM           TASKS  ACTIVE
-m1-S0  agent1.example  1/5   128MB/1.25GB  1      yes
-m1-S1  agent2.example  0/2   0/512MB       0      no
+ID     HOSTNAME        CPUS  MEM           TASKS  ACTIVE  DRAIN
+m1-S0  agent1.example  1/5   128MB/1.25GB  1      yes     -
+m1-S1  agent2.example  0/2   0/512MB       0      no      deactivated
 `},
 		{"frameworks", []string{"frameworks"}, `
 ID       NAME    ROLES  ACTIVE  TASKS  CPUS  MEM
@@ -91,8 +91,8 @@ func TestCommandJSON(t *testing.T) {
 			{"id":"t-done","name":"task t-done","framework_id":"m1-0000","agent_id":"m1-S0","state":"TASK_FINISHED","role":"web","cpus":0.5,"mem":0,"started":1700000050}]`},
 		{[]string{"tasks", "--state=TASK_LOST"}, `[]`},
 		{[]string{"agents"}, `[
-			{"id":"m1-S0","hostname":"agent1.example","pid":"slave(1)@10.0.0.1:5051","cpus_used":1,"cpus_total":5,"mem_used":128,"mem_total":1280,"tasks":1,"active":true},
-			{"id":"m1-S1","hostname":"agent2.example","pid":"slave(1)@10.0.0.2:5051","cpus_used":0,"cpus_total":2,"mem_used":0,"mem_total":512,"tasks":0,"active":false}]`},
+			{"id":"m1-S0","hostname":"agent1.example","pid":"slave(1)@10.0.0.1:5051","cpus_used":1,"cpus_total":5,"mem_used":128,"mem_total":1280,"tasks":1,"active":true,"deactivated":false},
+			{"id":"m1-S1","hostname":"agent2.example","pid":"slave(1)@10.0.0.2:5051","cpus_used":0,"cpus_total":2,"mem_used":0,"mem_total":512,"tasks":0,"active":false,"deactivated":true}]`},
 		{[]string{"frameworks", "--all"}, `[
 			{"id":"m1-0000","name":"web-fw","roles":["web"],"active":true,"connected":true,"tasks":1,"offers":1,"cpus":1,"mem":128},
 			{"id":"m1-0001","name":"old-fw","roles":["*"],"active":false,"connected":false,"completed":true,"tasks":0,"offers":0,"cpus":0,"mem":0}]`},

@@ -79,7 +79,9 @@ func testConfig(a *fakeagent.Agent, checkpoint bool) Config {
 	}
 	cfg.Checkpoint = checkpoint
 	cfg.SubscriptionBackoffMax = 20 * time.Millisecond
-	cfg.RecoveryTimeout = 300 * time.Millisecond
+	// Generous: a re-subscription after a broken connection must not race
+	// it on a loaded machine (TestClientRecoveryTimeout sets its own).
+	cfg.RecoveryTimeout = 30 * time.Second
 	cfg.ShutdownGracePeriod = 5 * time.Second
 	return cfg
 }
@@ -256,6 +258,7 @@ func TestClientRecoveryTimeout(t *testing.T) {
 	a := fakeagent.New(t)
 	h := newRecorder()
 	cfg := testConfig(a, true)
+	cfg.RecoveryTimeout = 300 * time.Millisecond
 	cfg.ShutdownGracePeriod = 50 * time.Millisecond
 	c := NewClient(cfg, Options{})
 	res := runClient(t, c, h)

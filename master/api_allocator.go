@@ -3,6 +3,7 @@ package master
 import (
 	"time"
 
+	"mezzo/api/mesos"
 	"mezzo/master/allocator"
 	"mezzo/resources"
 )
@@ -21,6 +22,12 @@ func (m *Master) AllocatorRevoke(frameworkID, agentID string, r resources.Resour
 // allocation into offers on the loop. It never blocks.
 func (m *Master) AllocatorOffer(frameworkID string, offers allocator.Offers) {
 	m.post(func(s *state, now time.Time) { s.allocated(frameworkID, offers, now) })
+}
+
+// AllocatorInverseOffer is the allocator's InverseOffer callback: it
+// sends the framework INVERSE_OFFERS on the loop. It never blocks.
+func (m *Master) AllocatorInverseOffer(frameworkID string, offers map[string]*mesos.Unavailability) {
+	m.post(func(s *state, now time.Time) { s.inverseAllocated(frameworkID, offers, now) })
 }
 
 // AllocatorRescind is the allocator's Rescind callback.

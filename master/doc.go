@@ -77,6 +77,12 @@
 //	     │ re-SUBSCRIBE: Registrar.MarkReachable ──► registered
 //	UNREGISTER: Registrar.Remove ──► gone (SHUTDOWN on any later SUBSCRIBE)
 //
+//	Orthogonally, an operator may deactivate or drain an agent (registered,
+//	recovered or unreachable): Registrar.UpdateDrain, then no offers and,
+//	when draining, KILL_TASK for every task, DRAINED once none is left
+//	(state_drain.go draws it). The entry outlives failovers and
+//	unreachability and is acted on whenever the agent (re-)registers.
+//
 // # Leadership
 //
 // With Config.Election (Raft, wired by cmd/), a master starts as a

@@ -9,8 +9,10 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"mezzo/api/maintenancepb"
 	"mezzo/api/mesos"
 	"mezzo/api/quotapb"
+	"mezzo/master/registrar"
 )
 
 // Election is the replicated log's view of leadership as the master needs
@@ -53,6 +55,13 @@ type RecoveredRegistry struct {
 	Weights map[string]float64
 	// Quotas are the recorded quota configurations.
 	Quotas []*quotapb.QuotaConfig
+	// Schedule is the maintenance schedule (nil: none); Down the machines
+	// under maintenance (DOWN).
+	Schedule *maintenancepb.Schedule
+	Down     []*mesos.MachineID
+	// Drains are the drained and deactivated agents (admitted or
+	// unreachable) by agent ID.
+	Drains map[string]registrar.Drain
 }
 
 // ErrRegistryUnavailable wraps registrar failures that are not about the

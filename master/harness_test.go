@@ -410,3 +410,18 @@ func (h *harness) task(fwID, taskID string) *mesos.Task {
 	}
 	return nil
 }
+
+func (r *recordingAllocator) UpdateUnavailability(agent string, u *mesos.Unavailability) {
+	if u == nil {
+		r.rec("UpdateUnavailability %s none", agent)
+		return
+	}
+	r.rec("UpdateUnavailability %s start=%d duration=%d", agent, u.GetStart().GetNanoseconds(), u.GetDuration().GetNanoseconds())
+}
+func (r *recordingAllocator) UpdateInverseOffer(agent, fw string, f *mesos.Filters) {
+	if f == nil {
+		r.rec("UpdateInverseOffer %s %s none", agent, fw)
+		return
+	}
+	r.rec("UpdateInverseOffer %s %s refuse=%g", agent, fw, f.GetRefuseSeconds())
+}

@@ -68,6 +68,7 @@ func New(cfg Config) (*Master, error) {
 		opts := allocator.Options{
 			Offer:          m.AllocatorOffer,
 			Rescind:        m.AllocatorRescind,
+			InverseOffer:   m.AllocatorInverseOffer,
 			Interval:       cfg.AllocationInterval,
 			Clock:          cfg.Clock,
 			MinAllocatable: cfg.MinAllocatable,

@@ -34,7 +34,7 @@ func startMaster(t *testing.T, alloc allocator.Allocator) (*Master, *clock.Fake)
 // next waits (bounded, in wall time) for the next events of a stream.
 func next[T any](t *testing.T, ready <-chan struct{}, drain func() ([]T, bool)) ([]T, bool) {
 	t.Helper()
-	deadline := time.After(5 * time.Second)
+	deadline := time.After(30 * time.Second)
 	for {
 		if evs, ended := drain(); len(evs) > 0 || ended {
 			return evs, ended
@@ -52,7 +52,7 @@ func recvEvent(t *testing.T, ch <-chan *masterpb.Event) *masterpb.Event {
 	select {
 	case ev := <-ch:
 		return ev
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("timed out waiting for an operator event")
 		return nil
 	}
@@ -195,7 +195,7 @@ func TestMasterWithDefaultAllocator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		evs, _ := fst.Drain()
 		for _, ev := range evs {

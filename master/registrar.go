@@ -12,6 +12,7 @@ import (
 
 	"mezzo/api/mesos"
 	"mezzo/api/quotapb"
+	"mezzo/master/registrar"
 )
 
 // ErrAgentGone is returned by Registrar.Readmit and MarkReachable for an
@@ -47,6 +48,10 @@ type Registrar interface {
 	// UpdateQuota records each config's role's quota; a config with
 	// neither guarantees nor limits removes the role's quota.
 	UpdateQuota(configs []*quotapb.QuotaConfig, done func(error))
+	// Maintenance schedule and DOWN machines (registrar_maintenance.go).
+	MaintenanceRegistrar
+	// DrainRecorder records agents' drain and deactivation (registrar_drain.go).
+	DrainRecorder
 }
 
 // MemoryRegistrar is a Registrar that keeps the registry in memory. Its
@@ -60,6 +65,8 @@ type MemoryRegistrar struct {
 	weights     map[string]float64
 	quotas      map[string]*quotapb.QuotaConfig
 	master      *mesos.MasterInfo
+	maint       memoryMaintenance
+	drains      map[string]registrar.Drain
 }
 
 var (
@@ -75,6 +82,7 @@ func NewMemoryRegistrar() *MemoryRegistrar {
 		gone:        map[string]bool{},
 		weights:     map[string]float64{},
 		quotas:      map[string]*quotapb.QuotaConfig{},
+		drains:      map[string]registrar.Drain{},
 	}
 }
 
@@ -141,6 +149,7 @@ func (r *MemoryRegistrar) Remove(agentID string, done func(error)) {
 	r.apply(done, func() error {
 		delete(r.admitted, agentID)
 		delete(r.unreachable, agentID)
+		delete(r.drains, agentID)
 		r.gone[agentID] = true
 		return nil
 	})
@@ -256,6 +265,11 @@ func (r *MemoryRegistrar) Recover(ctx context.Context, info *mesos.MasterInfo) (
 	}
 	for _, role := range sortedKeys(r.quotas) {
 		out.Quotas = append(out.Quotas, proto.Clone(r.quotas[role]).(*quotapb.QuotaConfig))
+	}
+	out.Schedule, out.Down = r.maint.recovered()
+	out.Drains = make(map[string]registrar.Drain, len(r.drains))
+	for id, d := range r.drains {
+		out.Drains[id] = d
 	}
 	return out, nil
 }

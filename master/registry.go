@@ -120,5 +120,8 @@ func (a *ReplicatedRegistrar) Recover(ctx context.Context, info *mesos.MasterInf
 	for _, g := range reg.Gone() {
 		out.Gone[g.ID] = g.At
 	}
+	out.Schedule = cloneSchedule(reg.Schedule())
+	out.Down = reg.DownMachines()
+	out.Drains = reg.Drains()
 	return out, nil
 }

@@ -53,6 +53,11 @@ type Snapshot struct {
 	// resources), latest status and statuses.
 	Operations []*mesos.Operation
 
+	// Maintenance is the maintenance schedule, the machines' modes, the
+	// frameworks' answers to inverse offers and the outstanding inverse
+	// offers (never nil on a leading master's snapshot).
+	Maintenance *MaintenanceView
+
 	// Counters are the master's monotonically increasing metrics by Mesos
 	// key (e.g. "master/slave_registrations", "master/valid_status_updates").
 	// Gauges derived from the views above are computed by the renderer.
@@ -113,6 +118,9 @@ type AgentView struct {
 	Active       bool // registered, connected and not deactivated
 	Connected    bool
 	Deactivated  bool // deactivated by an operator (maintenance, DEACTIVATE_AGENT)
+	// DrainInfo is the agent's drain (DRAIN_AGENT): DRAINING or DRAINED
+	// and its config; nil if not drained. Shared: do not modify.
+	DrainInfo *mesos.DrainInfo
 
 	RegisteredTime   time.Time
 	ReregisteredTime time.Time // zero if never

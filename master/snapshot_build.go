@@ -48,6 +48,7 @@ func (s *state) snapshot(now time.Time) *Snapshot {
 	for role, w := range s.rolesState().weights {
 		snap.Weights[role] = w
 	}
+	snap.Maintenance = s.maintenanceView()
 	return snap
 }
 
@@ -101,6 +102,7 @@ func (s *state) agentView(a *agent) *AgentView {
 		Active:           a.active(),
 		Connected:        a.connected,
 		Deactivated:      a.deactivated,
+		DrainInfo:        a.drain,
 		RegisteredTime:   a.registeredTime,
 		ReregisteredTime: a.reregisteredTime,
 		Total:            a.totalProto,
@@ -222,6 +224,7 @@ func (s *state) agentProto(a *agent) *masterpb.Response_GetAgents_Agent {
 		AgentInfo:          a.info,
 		Active:             proto.Bool(v.Active),
 		Deactivated:        proto.Bool(a.deactivated),
+		DrainInfo:          a.drain,
 		Version:            proto.String(a.version),
 		Pid:                proto.String(v.PID),
 		RegisteredTime:     timeInfo(a.registeredTime),

@@ -90,6 +90,7 @@ type agentViewKey struct {
 	total                          **mesos.Resource
 	ntotal                         int
 	connected, deactivated, active bool
+	drain                          *mesos.DrainInfo
 	registered, reregistered       time.Time
 }
 
@@ -99,6 +100,7 @@ func (a *agent) viewKey() agentViewKey {
 		caps: first(a.caps), ncaps: len(a.caps),
 		total: first(a.totalProto), ntotal: len(a.totalProto),
 		connected: a.connected, deactivated: a.deactivated, active: a.active(),
+		drain:      a.drain,
 		registered: a.registeredTime, reregistered: a.reregisteredTime,
 	}
 }

@@ -67,6 +67,9 @@ type state struct {
 	// acknowledgement, by framework ID and operation ID
 	// (operation_feedback.go); nil until the first.
 	operations map[string]map[string]*operationRec
+	// maintenance holds the schedule, DOWN machines and inverse offers
+	// (state_maintenance.go); nil until first needed.
+	maintenance *maintState
 
 	// Leadership (state_leader.go). leader is the leading master (info
 	// when leading), nil if unknown; epoch stamps every agent event.
@@ -96,6 +99,9 @@ type state struct {
 	// the next may run.
 	removals    []pendingRemoval
 	nextRemoval time.Time
+	// drains is the agents' drain bookkeeping (state_drain.go); nil
+	// until the first drain.
+	drains *drainBook
 	// onDepose answers callers still waiting on this state when it is
 	// deposed.
 	onDepose []func()
@@ -203,6 +209,9 @@ type agent struct {
 	stream      *AgentStream
 	connected   bool
 	deactivated bool
+	// drain is the agent's DrainInfo while an operator drains it
+	// (state_drain.go); replaced, never mutated.
+	drain *mesos.DrainInfo
 
 	registeredTime   time.Time
 	reregisteredTime time.Time

@@ -73,6 +73,9 @@ func (s *state) agentSubscribe(sub *protocol.AgentCall_Subscribe, now time.Time)
 	info := sub.GetAgentInfo()
 	st := s.newAgentStream()
 	id := info.GetId().GetValue()
+	if s.refuseDownAgent(st, info, sub.GetEndpoint()) {
+		return st, nil
+	}
 
 	switch {
 	case id == "":
@@ -182,9 +185,11 @@ func (s *state) admitted(st *AgentStream, sub *protocol.AgentCall_Subscribe, err
 		}
 	}
 	s.alloc.AddAgent(id, info, total, s.agentUsed(a))
+	s.syncUnavailability(a)
 	if !a.connected {
 		s.alloc.DeactivateAgent(id)
 	}
+	s.drainAgentJoined(a)
 	if readmit {
 		s.count("master/slave_reregistrations")
 	} else {
@@ -276,6 +281,7 @@ func (s *state) reregister(a *agent, st *AgentStream, sub *protocol.AgentCall_Su
 	if !a.deactivated {
 		s.alloc.ActivateAgent(a.id)
 	}
+	s.drainAgentJoined(a)
 	s.count("master/slave_reregistrations")
 	s.log.Info("agent re-registered", "agent", a.id)
 }
@@ -478,9 +484,11 @@ func (s *state) unreachableDone(a *agent, reason string, at time.Time, err error
 
 // dropAgent removes a registered agent: its tasks get newState(fw) with
 // REASON_AGENT_REMOVED (Mesos's reason for both unreachable and removed
-// agents), unreachable tasks of partition-aware frameworks are kept aside,
+// agents; REASON_AGENT_REMOVED_BY_OPERATOR with TASK_GONE_BY_OPERATOR, as
+// Mesos), unreachable tasks of partition-aware frameworks are kept aside,
 // the rest completed; its executors, offers and allocator entry go away.
 func (s *state) dropAgent(a *agent, newState func(*framework) mesos.TaskState, msg string, at time.Time, now time.Time) {
+	s.forgetAgentMaintenance(a)
 	for _, o := range sortedOffers(a.offers) {
 		s.rescindOffer(o, true)
 	}
@@ -492,7 +500,11 @@ func (s *state) dropAgent(a *agent, newState func(*framework) mesos.TaskState, m
 			}
 			ns := newState(fw)
 			if !mesos.IsTerminal(t.proto.GetState()) {
-				st := s.masterStatus(t, ns, mesos.TaskStatus_REASON_AGENT_REMOVED, msg, now)
+				reason := mesos.TaskStatus_REASON_AGENT_REMOVED
+				if ns == mesos.TaskState_TASK_GONE_BY_OPERATOR {
+					reason = mesos.TaskStatus_REASON_AGENT_REMOVED_BY_OPERATOR // as Mesos's __removeSlave
+				}
+				st := s.masterStatus(t, ns, reason, msg, now)
 				if ns == mesos.TaskState_TASK_UNREACHABLE {
 					st.UnreachableTime = timeInfo(at)
 				}
@@ -554,6 +566,7 @@ func (s *state) removeAgent(a *agent, reason string) {
 				return mesos.TaskState_TASK_LOST
 			}, fmt.Sprintf("Agent %s (%s) removed: %s", a.id, a.info.GetHostname(), reason), now, now)
 			s.gone[a.id] = true
+			s.forgetDrain(a.id)
 			s.count("master/slave_removals/reason_unregistered")
 		})
 	})

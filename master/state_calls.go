@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"time"
 
+	"mezzo/api/allocatorpb"
 	"mezzo/api/schedulerpb"
 )
 
@@ -60,8 +61,12 @@ func (s *state) schedulerCall(call *schedulerpb.Call, streamID string, now time.
 		s.acknowledgeOperation(fw, call.GetAcknowledgeOperationStatus())
 	case schedulerpb.Call_RECONCILE_OPERATIONS:
 		s.reconcileOperations(fw, call.GetReconcileOperations().GetOperations())
-	case schedulerpb.Call_ACCEPT_INVERSE_OFFERS, schedulerpb.Call_DECLINE_INVERSE_OFFERS:
-		// No inverse offers yet (no maintenance): nothing to act on.
+	case schedulerpb.Call_ACCEPT_INVERSE_OFFERS:
+		a := call.GetAcceptInverseOffers()
+		s.answerInverseOffers(fw, a.GetInverseOfferIds(), a.GetFilters(), allocatorpb.InverseOfferStatus_ACCEPT, now)
+	case schedulerpb.Call_DECLINE_INVERSE_OFFERS:
+		d := call.GetDeclineInverseOffers()
+		s.answerInverseOffers(fw, d.GetInverseOfferIds(), d.GetFilters(), allocatorpb.InverseOfferStatus_DECLINE, now)
 	default:
 		return &APIError{Status: http.StatusNotImplemented, Message: "Received '" + call.GetType().String() + "' call"}
 	}

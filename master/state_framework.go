@@ -190,6 +190,7 @@ func (s *state) removeFramework(fw *framework, now time.Time) {
 	for _, o := range sortedOffers(fw.offers) {
 		s.dropOffer(o)
 	}
+	s.dropFrameworkInverseOffers(fw)
 	agentsToTell := map[string]bool{}
 	for _, t := range sortedTasks(fw.tasks) {
 		agentsToTell[t.agentID] = true

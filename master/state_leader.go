@@ -43,6 +43,7 @@ func (s *state) elect(rec *RecoveredRegistry, epoch uint64, now time.Time) {
 	for id := range rec.Gone {
 		s.gone[id] = true
 	}
+	s.loadDrains(rec.Drains)
 	if len(s.recovered) > 0 {
 		s.reregisterDeadline = now.Add(s.cfg.AgentReregisterTimeout)
 	}
@@ -79,6 +80,7 @@ func (s *state) elect(rec *RecoveredRegistry, epoch uint64, now time.Time) {
 		r.quotas[c.GetRole()] = c
 		s.alloc.UpdateQuota(c.GetRole(), quotaOf(c))
 	}
+	s.recoverMaintenance(rec)
 	s.pauseAllocation(len(r.quotas) > 0, now)
 	s.count("master/elections")
 	s.log.Info("elected leading master", "epoch", epoch, "expected_agents", len(s.recovered),
@@ -326,6 +328,7 @@ func (s *state) markAgentGone(id string, finish func(error)) {
 				},
 					fmt.Sprintf("Agent %s (%s) was marked gone by the operator", id, a.info.GetHostname()), now, now)
 				s.gone[id] = true
+				s.forgetDrain(id)
 				s.dirty = true
 				finish(nil)
 			})
@@ -349,6 +352,7 @@ func (s *state) markAgentGone(id string, finish func(error)) {
 					}
 				}
 				s.gone[id] = true
+				s.forgetDrain(id)
 				s.dirty = true
 				finish(nil)
 			})

@@ -106,6 +106,8 @@ func (s *state) offerProto(o *offer, fw *framework, a *agent) *mesos.Offer {
 		Domain:      a.info.GetDomain(),
 		Resources:   rs,
 		Attributes:  a.info.GetAttributes(),
+		// Set while the agent's machine is in a maintenance window.
+		Unavailability: s.agentUnavailability(a),
 	}
 	for _, id := range sortedKeys(fw.executors[a.id]) {
 		p.ExecutorIds = append(p.ExecutorIds, &mesos.ExecutorID{Value: proto.String(id)})
@@ -202,6 +204,7 @@ func (s *state) rescindOffer(o *offer, notify bool) {
 }
 
 func (s *state) recoverFrameworkOffers(fw *framework, notify bool) {
+	s.dropFrameworkInverseOffers(fw)
 	for _, o := range sortedOffers(fw.offers) {
 		s.rescindOffer(o, notify)
 	}

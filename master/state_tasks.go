@@ -72,6 +72,7 @@ func (s *state) completeTask(fw *framework, t *task) {
 	fw.completedTasks = append(fw.completedTasks, t.proto)
 	s.trimCompleted(fw)
 	s.dirty = true
+	s.drainTaskDone(t.agentID)
 }
 
 func (s *state) recoverTask(t *task) {

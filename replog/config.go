@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"slices"
@@ -87,8 +88,14 @@ type Config struct {
 	// gets the snapshot, which is small).
 	TrailingLogs uint64
 
-	// LogOutput receives Raft's log (default os.Stderr) at LogLevel
-	// ("trace", "debug", "info", "warn", "error"; default "warn").
+	// Logger receives Raft's log (and replog's own), through an hclog
+	// adapter, so that Raft's lines come in the process's format and at
+	// its level; Raft's routine and expected messages are re-graded
+	// (logging.go). Default: a text logger on LogOutput at LogLevel.
+	Logger *slog.Logger
+	// LogOutput and LogLevel ("trace", "debug", "info", "warn", "error";
+	// default "warn") make the default Logger; ignored when Logger is
+	// set. Default output: os.Stderr.
 	LogOutput io.Writer
 	LogLevel  string
 
@@ -178,6 +185,9 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	if cfg.LogLevel == "" {
 		cfg.LogLevel = "warn"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = defaultLogger(cfg)
 	}
 	return cfg, nil
 }

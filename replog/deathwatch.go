@@ -60,6 +60,9 @@ func (l *Log) watchLeaderProcess() {
 	var hastened *hastening
 	for {
 		addr, id := l.raft.LeaderWithID()
+		if addr != "" {
+			l.logState.markFormed() // peers that fail from now on are news
+		}
 		if hastened != nil && (addr != "" && addr != hastened.dead || time.Now().After(hastened.until)) {
 			hastened.restore(l)
 			hastened = nil

@@ -20,6 +20,12 @@
 // Append returns the error, Raft steps down, and replog shuts the node
 // down and reports the failure through Config.OnFatal (cmd/ exits loudly).
 //
+// Raft logs through Config.Logger, the process's slog logger (logging.go),
+// so its lines share the process's format and level; messages Raft grades
+// too loudly for an expected condition (an election at start, a peer not
+// up yet while the group forms, this node's own transport closing) are
+// re-graded, and a peer that stays down is reported once a minute.
+//
 // Single master: a one-node group on local disk that bootstraps itself.
 // Only cmd/ and tests import this package.
 package replog

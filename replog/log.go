@@ -35,6 +35,8 @@ type Log struct {
 	fsm    *fsm
 	leader leadership
 	logger hclog.Logger
+	// logState grades Raft's messages (logging.go).
+	logState *logState
 	// hadState: Dir held Raft state when opened (a restart, not a new node).
 	hadState bool
 
@@ -62,9 +64,10 @@ func Open(cfg Config, sm StateMachine) (*Log, error) {
 	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("replog: %w", err)
 	}
-	logger := hclog.New(&hclog.LoggerOptions{Name: "replog", Output: c.LogOutput, Level: hclog.LevelFromString(c.LogLevel)})
+	st := newLogState(c)
+	logger := raftLogger(c, st)
 
-	l := &Log{cfg: c, logger: logger, closed: make(chan struct{}), watchDone: make(chan struct{})}
+	l := &Log{cfg: c, logger: logger, logState: st, closed: make(chan struct{}), watchDone: make(chan struct{})}
 	l.fsm = &fsm{sm: sm, onApplied: l.maybeSnapshot}
 
 	// A second master on the same directory would block on the bolt lock;
@@ -153,6 +156,13 @@ func (l *Log) watchLeadership(notify chan bool) {
 		}
 	}
 }
+
+// Quiesce tells the log that its process is stopping: Raft's complaints
+// from then on about peers, elections and its transport (which the stop
+// itself causes, e.g. every master of `mezzo local` closing at once) are
+// logged at DEBUG. Call it when the stop begins, before Close. Safe for
+// concurrent use.
+func (l *Log) Quiesce() { l.logState.closing.Store(true) }
 
 // HadState reports whether Dir held Raft state when the log was opened.
 func (l *Log) HadState() bool { return l.hadState }

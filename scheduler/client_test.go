@@ -20,7 +20,7 @@ import (
 	"mezzo/scheduler/schedulertest"
 )
 
-const wait = 5 * time.Second
+const wait = 30 * time.Second
 
 func framework() *mesos.FrameworkInfo {
 	return &mesos.FrameworkInfo{

@@ -17,7 +17,8 @@
 //     FrameworkID after an exponential backoff; the framework sees a new
 //     SUBSCRIBED event and should reconcile.
 //  4. Call(ctx, call) and the helpers (Launch, Accept, Decline, Acknowledge,
-//     Kill, Reconcile, Revive, Suppress, Teardown) post calls to the master
+//     Kill, Reconcile, Revive, Suppress, Teardown, AcceptInverseOffers,
+//     DeclineInverseOffers) post calls to the master
 //     holding the stream, filling framework_id and the stream id header. A
 //     reply other than 200/202 is an *Error with the status and body text.
 //  5. The event channel is closed when ctx ends, after an ERROR event (the

@@ -23,7 +23,7 @@ func TestShardTimersFireInOrder(t *testing.T) {
 	})
 	<-ready
 	var order []int
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for len(order) < 3 {
 		select {
 		case v := <-got:

@@ -121,6 +121,9 @@ var Routes = []Route{
 	{Path: "master/roles", Server: "master"},
 	{Path: "master/slaves", Server: "master", Params: []string{"slave_id"}},
 	{Path: "master/allocator/explain", Server: "master", Params: []string{"framework_id"}},
+	{Path: "master/maintenance/schedule", Server: "master"},
+	{Path: "master/maintenance/status", Server: "master"},
+	{Path: "master/api/v1", Server: "master"}, // POST: GET_FRAMEWORKS (inverse offers)
 	{Path: "/slave(1)/state", Server: "agent", Params: []string{"jsonp"}},
 	{Path: "/files/browse", Server: "agent", Params: []string{"path", "jsonp"}},
 	{Path: "/files/read", Server: "agent", Params: []string{"path", "offset", "length", "jsonp"}},

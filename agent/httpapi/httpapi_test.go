@@ -188,7 +188,7 @@ func TestExecutorStream(t *testing.T) {
 	s.End()
 	select {
 	case <-s.Done():
-	case <-time.After(time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("Done not closed")
 	}
 	if err := s.Send(&executorpb.Event{Type: executorpb.Event_HEARTBEAT.Enum()}); err != ErrStreamClosed {

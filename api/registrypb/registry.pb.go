@@ -64,7 +64,12 @@ type Registry struct {
 	DownMachines []*mesos.MachineID `protobuf:"bytes,8,rep,name=down_machines,json=downMachines" json:"down_machines,omitempty"`
 	// Number of batches applied since the registry was created. Zero means the
 	// registry was never written (empty; see --registry_strict).
-	Version       *uint64 `protobuf:"varint,9,opt,name=version" json:"version,omitempty"`
+	Version *uint64 `protobuf:"varint,9,opt,name=version" json:"version,omitempty"`
+	// Agents an operator drained or deactivated (DRAIN_AGENT,
+	// DEACTIVATE_AGENT), sorted by ID; REACTIVATE_AGENT removes the entry.
+	// Kept apart from the agents' infos (which stay encoded as the agents
+	// sent them) so that neither rewrites the other.
+	Drains        []*AgentDrain `protobuf:"bytes,20,rep,name=drains" json:"drains,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -162,6 +167,78 @@ func (x *Registry) GetVersion() uint64 {
 	return 0
 }
 
+func (x *Registry) GetDrains() []*AgentDrain {
+	if x != nil {
+		return x.Drains
+	}
+	return nil
+}
+
+// AgentDrain is an admitted or unreachable agent's operator state, as Mesos
+// keeps `drain_info` and `deactivated` in its registry's agent entries.
+type AgentDrain struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    *mesos.AgentID         `protobuf:"bytes,1,req,name=id" json:"id,omitempty"`
+	// Set by DEACTIVATE_AGENT and by DRAIN_AGENT: no offers from the agent.
+	Deactivated *bool `protobuf:"varint,2,opt,name=deactivated" json:"deactivated,omitempty"`
+	// Set by DRAIN_AGENT: DRAINING until every task on the agent is terminal
+	// and acknowledged, then DRAINED.
+	DrainInfo     *mesos.DrainInfo `protobuf:"bytes,3,opt,name=drain_info,json=drainInfo" json:"drain_info,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AgentDrain) Reset() {
+	*x = AgentDrain{}
+	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AgentDrain) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AgentDrain) ProtoMessage() {}
+
+func (x *AgentDrain) ProtoReflect() protoreflect.Message {
+	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AgentDrain.ProtoReflect.Descriptor instead.
+func (*AgentDrain) Descriptor() ([]byte, []int) {
+	return file_mezzo_registry_v1_registry_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *AgentDrain) GetId() *mesos.AgentID {
+	if x != nil {
+		return x.Id
+	}
+	return nil
+}
+
+func (x *AgentDrain) GetDeactivated() bool {
+	if x != nil && x.Deactivated != nil {
+		return *x.Deactivated
+	}
+	return false
+}
+
+func (x *AgentDrain) GetDrainInfo() *mesos.DrainInfo {
+	if x != nil {
+		return x.DrainInfo
+	}
+	return nil
+}
+
 // Agent is an admitted agent.
 type Agent struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -172,7 +249,7 @@ type Agent struct {
 
 func (x *Agent) Reset() {
 	*x = Agent{}
-	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[1]
+	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -184,7 +261,7 @@ func (x *Agent) String() string {
 func (*Agent) ProtoMessage() {}
 
 func (x *Agent) ProtoReflect() protoreflect.Message {
-	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[1]
+	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -197,7 +274,7 @@ func (x *Agent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Agent.ProtoReflect.Descriptor instead.
 func (*Agent) Descriptor() ([]byte, []int) {
-	return file_mezzo_registry_v1_registry_proto_rawDescGZIP(), []int{1}
+	return file_mezzo_registry_v1_registry_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *Agent) GetInfo() *mesos.AgentInfo {
@@ -221,7 +298,7 @@ type UnreachableAgent struct {
 
 func (x *UnreachableAgent) Reset() {
 	*x = UnreachableAgent{}
-	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[2]
+	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -233,7 +310,7 @@ func (x *UnreachableAgent) String() string {
 func (*UnreachableAgent) ProtoMessage() {}
 
 func (x *UnreachableAgent) ProtoReflect() protoreflect.Message {
-	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[2]
+	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -246,7 +323,7 @@ func (x *UnreachableAgent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnreachableAgent.ProtoReflect.Descriptor instead.
 func (*UnreachableAgent) Descriptor() ([]byte, []int) {
-	return file_mezzo_registry_v1_registry_proto_rawDescGZIP(), []int{2}
+	return file_mezzo_registry_v1_registry_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *UnreachableAgent) GetId() *mesos.AgentID {
@@ -282,7 +359,7 @@ type GoneAgent struct {
 
 func (x *GoneAgent) Reset() {
 	*x = GoneAgent{}
-	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[3]
+	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -294,7 +371,7 @@ func (x *GoneAgent) String() string {
 func (*GoneAgent) ProtoMessage() {}
 
 func (x *GoneAgent) ProtoReflect() protoreflect.Message {
-	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[3]
+	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -307,7 +384,7 @@ func (x *GoneAgent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GoneAgent.ProtoReflect.Descriptor instead.
 func (*GoneAgent) Descriptor() ([]byte, []int) {
-	return file_mezzo_registry_v1_registry_proto_rawDescGZIP(), []int{3}
+	return file_mezzo_registry_v1_registry_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *GoneAgent) GetId() *mesos.AgentID {
@@ -334,7 +411,7 @@ type Batch struct {
 
 func (x *Batch) Reset() {
 	*x = Batch{}
-	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[4]
+	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -346,7 +423,7 @@ func (x *Batch) String() string {
 func (*Batch) ProtoMessage() {}
 
 func (x *Batch) ProtoReflect() protoreflect.Message {
-	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[4]
+	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -359,7 +436,7 @@ func (x *Batch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Batch.ProtoReflect.Descriptor instead.
 func (*Batch) Descriptor() ([]byte, []int) {
-	return file_mezzo_registry_v1_registry_proto_rawDescGZIP(), []int{4}
+	return file_mezzo_registry_v1_registry_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Batch) GetOperations() []*Operation {
@@ -388,6 +465,7 @@ type Operation struct {
 	//	*Operation_UpdateSchedule_
 	//	*Operation_StartMaintenance_
 	//	*Operation_StopMaintenance_
+	//	*Operation_UpdateDrain_
 	Op            isOperation_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -395,7 +473,7 @@ type Operation struct {
 
 func (x *Operation) Reset() {
 	*x = Operation{}
-	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[5]
+	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -407,7 +485,7 @@ func (x *Operation) String() string {
 func (*Operation) ProtoMessage() {}
 
 func (x *Operation) ProtoReflect() protoreflect.Message {
-	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[5]
+	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -420,7 +498,7 @@ func (x *Operation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Operation.ProtoReflect.Descriptor instead.
 func (*Operation) Descriptor() ([]byte, []int) {
-	return file_mezzo_registry_v1_registry_proto_rawDescGZIP(), []int{5}
+	return file_mezzo_registry_v1_registry_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Operation) GetOp() isOperation_Op {
@@ -538,6 +616,15 @@ func (x *Operation) GetStopMaintenance() *Operation_StopMaintenance {
 	return nil
 }
 
+func (x *Operation) GetUpdateDrain() *Operation_UpdateDrain {
+	if x != nil {
+		if x, ok := x.Op.(*Operation_UpdateDrain_); ok {
+			return x.UpdateDrain
+		}
+	}
+	return nil
+}
+
 type isOperation_Op interface {
 	isOperation_Op()
 }
@@ -590,6 +677,10 @@ type Operation_StopMaintenance_ struct {
 	StopMaintenance *Operation_StopMaintenance `protobuf:"bytes,12,opt,name=stop_maintenance,json=stopMaintenance,oneof"`
 }
 
+type Operation_UpdateDrain_ struct {
+	UpdateDrain *Operation_UpdateDrain `protobuf:"bytes,20,opt,name=update_drain,json=updateDrain,oneof"`
+}
+
 func (*Operation_SetMaster_) isOperation_Op() {}
 
 func (*Operation_Admit) isOperation_Op() {}
@@ -614,6 +705,8 @@ func (*Operation_StartMaintenance_) isOperation_Op() {}
 
 func (*Operation_StopMaintenance_) isOperation_Op() {}
 
+func (*Operation_UpdateDrain_) isOperation_Op() {}
+
 // SetMaster records the leading master.
 type Operation_SetMaster struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -624,7 +717,7 @@ type Operation_SetMaster struct {
 
 func (x *Operation_SetMaster) Reset() {
 	*x = Operation_SetMaster{}
-	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[6]
+	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -636,7 +729,7 @@ func (x *Operation_SetMaster) String() string {
 func (*Operation_SetMaster) ProtoMessage() {}
 
 func (x *Operation_SetMaster) ProtoReflect() protoreflect.Message {
-	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[6]
+	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -649,7 +742,7 @@ func (x *Operation_SetMaster) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Operation_SetMaster.ProtoReflect.Descriptor instead.
 func (*Operation_SetMaster) Descriptor() ([]byte, []int) {
-	return file_mezzo_registry_v1_registry_proto_rawDescGZIP(), []int{5, 0}
+	return file_mezzo_registry_v1_registry_proto_rawDescGZIP(), []int{6, 0}
 }
 
 func (x *Operation_SetMaster) GetInfo() *mesos.MasterInfo {
@@ -669,7 +762,7 @@ type Operation_AdmitAgent struct {
 
 func (x *Operation_AdmitAgent) Reset() {
 	*x = Operation_AdmitAgent{}
-	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[7]
+	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -681,7 +774,7 @@ func (x *Operation_AdmitAgent) String() string {
 func (*Operation_AdmitAgent) ProtoMessage() {}
 
 func (x *Operation_AdmitAgent) ProtoReflect() protoreflect.Message {
-	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[7]
+	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -694,7 +787,7 @@ func (x *Operation_AdmitAgent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Operation_AdmitAgent.ProtoReflect.Descriptor instead.
 func (*Operation_AdmitAgent) Descriptor() ([]byte, []int) {
-	return file_mezzo_registry_v1_registry_proto_rawDescGZIP(), []int{5, 1}
+	return file_mezzo_registry_v1_registry_proto_rawDescGZIP(), []int{6, 1}
 }
 
 func (x *Operation_AdmitAgent) GetInfo() *mesos.AgentInfo {
@@ -715,7 +808,7 @@ type Operation_ReadmitAgent struct {
 
 func (x *Operation_ReadmitAgent) Reset() {
 	*x = Operation_ReadmitAgent{}
-	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[8]
+	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -727,7 +820,7 @@ func (x *Operation_ReadmitAgent) String() string {
 func (*Operation_ReadmitAgent) ProtoMessage() {}
 
 func (x *Operation_ReadmitAgent) ProtoReflect() protoreflect.Message {
-	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[8]
+	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -740,7 +833,7 @@ func (x *Operation_ReadmitAgent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Operation_ReadmitAgent.ProtoReflect.Descriptor instead.
 func (*Operation_ReadmitAgent) Descriptor() ([]byte, []int) {
-	return file_mezzo_registry_v1_registry_proto_rawDescGZIP(), []int{5, 2}
+	return file_mezzo_registry_v1_registry_proto_rawDescGZIP(), []int{6, 2}
 }
 
 func (x *Operation_ReadmitAgent) GetInfo() *mesos.AgentInfo {
@@ -761,7 +854,7 @@ type Operation_MarkUnreachable struct {
 
 func (x *Operation_MarkUnreachable) Reset() {
 	*x = Operation_MarkUnreachable{}
-	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[9]
+	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -773,7 +866,7 @@ func (x *Operation_MarkUnreachable) String() string {
 func (*Operation_MarkUnreachable) ProtoMessage() {}
 
 func (x *Operation_MarkUnreachable) ProtoReflect() protoreflect.Message {
-	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[9]
+	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -786,7 +879,7 @@ func (x *Operation_MarkUnreachable) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Operation_MarkUnreachable.ProtoReflect.Descriptor instead.
 func (*Operation_MarkUnreachable) Descriptor() ([]byte, []int) {
-	return file_mezzo_registry_v1_registry_proto_rawDescGZIP(), []int{5, 3}
+	return file_mezzo_registry_v1_registry_proto_rawDescGZIP(), []int{6, 3}
 }
 
 func (x *Operation_MarkUnreachable) GetId() *mesos.AgentID {
@@ -813,7 +906,7 @@ type Operation_MarkReachable struct {
 
 func (x *Operation_MarkReachable) Reset() {
 	*x = Operation_MarkReachable{}
-	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[10]
+	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -825,7 +918,7 @@ func (x *Operation_MarkReachable) String() string {
 func (*Operation_MarkReachable) ProtoMessage() {}
 
 func (x *Operation_MarkReachable) ProtoReflect() protoreflect.Message {
-	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[10]
+	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -838,7 +931,7 @@ func (x *Operation_MarkReachable) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Operation_MarkReachable.ProtoReflect.Descriptor instead.
 func (*Operation_MarkReachable) Descriptor() ([]byte, []int) {
-	return file_mezzo_registry_v1_registry_proto_rawDescGZIP(), []int{5, 4}
+	return file_mezzo_registry_v1_registry_proto_rawDescGZIP(), []int{6, 4}
 }
 
 func (x *Operation_MarkReachable) GetInfo() *mesos.AgentInfo {
@@ -859,7 +952,7 @@ type Operation_RemoveAgent struct {
 
 func (x *Operation_RemoveAgent) Reset() {
 	*x = Operation_RemoveAgent{}
-	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[11]
+	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -871,7 +964,7 @@ func (x *Operation_RemoveAgent) String() string {
 func (*Operation_RemoveAgent) ProtoMessage() {}
 
 func (x *Operation_RemoveAgent) ProtoReflect() protoreflect.Message {
-	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[11]
+	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -884,7 +977,7 @@ func (x *Operation_RemoveAgent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Operation_RemoveAgent.ProtoReflect.Descriptor instead.
 func (*Operation_RemoveAgent) Descriptor() ([]byte, []int) {
-	return file_mezzo_registry_v1_registry_proto_rawDescGZIP(), []int{5, 5}
+	return file_mezzo_registry_v1_registry_proto_rawDescGZIP(), []int{6, 5}
 }
 
 func (x *Operation_RemoveAgent) GetId() *mesos.AgentID {
@@ -913,7 +1006,7 @@ type Operation_Prune struct {
 
 func (x *Operation_Prune) Reset() {
 	*x = Operation_Prune{}
-	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[12]
+	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -925,7 +1018,7 @@ func (x *Operation_Prune) String() string {
 func (*Operation_Prune) ProtoMessage() {}
 
 func (x *Operation_Prune) ProtoReflect() protoreflect.Message {
-	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[12]
+	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -938,7 +1031,7 @@ func (x *Operation_Prune) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Operation_Prune.ProtoReflect.Descriptor instead.
 func (*Operation_Prune) Descriptor() ([]byte, []int) {
-	return file_mezzo_registry_v1_registry_proto_rawDescGZIP(), []int{5, 6}
+	return file_mezzo_registry_v1_registry_proto_rawDescGZIP(), []int{6, 6}
 }
 
 func (x *Operation_Prune) GetUnreachable() []*mesos.AgentID {
@@ -966,7 +1059,7 @@ type Operation_UpdateWeights struct {
 
 func (x *Operation_UpdateWeights) Reset() {
 	*x = Operation_UpdateWeights{}
-	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[13]
+	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -978,7 +1071,7 @@ func (x *Operation_UpdateWeights) String() string {
 func (*Operation_UpdateWeights) ProtoMessage() {}
 
 func (x *Operation_UpdateWeights) ProtoReflect() protoreflect.Message {
-	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[13]
+	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -991,7 +1084,7 @@ func (x *Operation_UpdateWeights) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Operation_UpdateWeights.ProtoReflect.Descriptor instead.
 func (*Operation_UpdateWeights) Descriptor() ([]byte, []int) {
-	return file_mezzo_registry_v1_registry_proto_rawDescGZIP(), []int{5, 7}
+	return file_mezzo_registry_v1_registry_proto_rawDescGZIP(), []int{6, 7}
 }
 
 func (x *Operation_UpdateWeights) GetWeights() []*mesos.WeightInfo {
@@ -1012,7 +1105,7 @@ type Operation_UpdateQuota struct {
 
 func (x *Operation_UpdateQuota) Reset() {
 	*x = Operation_UpdateQuota{}
-	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[14]
+	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1024,7 +1117,7 @@ func (x *Operation_UpdateQuota) String() string {
 func (*Operation_UpdateQuota) ProtoMessage() {}
 
 func (x *Operation_UpdateQuota) ProtoReflect() protoreflect.Message {
-	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[14]
+	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1037,7 +1130,7 @@ func (x *Operation_UpdateQuota) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Operation_UpdateQuota.ProtoReflect.Descriptor instead.
 func (*Operation_UpdateQuota) Descriptor() ([]byte, []int) {
-	return file_mezzo_registry_v1_registry_proto_rawDescGZIP(), []int{5, 8}
+	return file_mezzo_registry_v1_registry_proto_rawDescGZIP(), []int{6, 8}
 }
 
 func (x *Operation_UpdateQuota) GetConfigs() []*quotapb.QuotaConfig {
@@ -1057,7 +1150,7 @@ type Operation_UpdateSchedule struct {
 
 func (x *Operation_UpdateSchedule) Reset() {
 	*x = Operation_UpdateSchedule{}
-	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[15]
+	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1069,7 +1162,7 @@ func (x *Operation_UpdateSchedule) String() string {
 func (*Operation_UpdateSchedule) ProtoMessage() {}
 
 func (x *Operation_UpdateSchedule) ProtoReflect() protoreflect.Message {
-	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[15]
+	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1082,7 +1175,7 @@ func (x *Operation_UpdateSchedule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Operation_UpdateSchedule.ProtoReflect.Descriptor instead.
 func (*Operation_UpdateSchedule) Descriptor() ([]byte, []int) {
-	return file_mezzo_registry_v1_registry_proto_rawDescGZIP(), []int{5, 9}
+	return file_mezzo_registry_v1_registry_proto_rawDescGZIP(), []int{6, 9}
 }
 
 func (x *Operation_UpdateSchedule) GetSchedule() *maintenancepb.Schedule {
@@ -1102,7 +1195,7 @@ type Operation_StartMaintenance struct {
 
 func (x *Operation_StartMaintenance) Reset() {
 	*x = Operation_StartMaintenance{}
-	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[16]
+	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1114,7 +1207,7 @@ func (x *Operation_StartMaintenance) String() string {
 func (*Operation_StartMaintenance) ProtoMessage() {}
 
 func (x *Operation_StartMaintenance) ProtoReflect() protoreflect.Message {
-	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[16]
+	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1127,7 +1220,7 @@ func (x *Operation_StartMaintenance) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Operation_StartMaintenance.ProtoReflect.Descriptor instead.
 func (*Operation_StartMaintenance) Descriptor() ([]byte, []int) {
-	return file_mezzo_registry_v1_registry_proto_rawDescGZIP(), []int{5, 10}
+	return file_mezzo_registry_v1_registry_proto_rawDescGZIP(), []int{6, 10}
 }
 
 func (x *Operation_StartMaintenance) GetMachines() []*mesos.MachineID {
@@ -1148,7 +1241,7 @@ type Operation_StopMaintenance struct {
 
 func (x *Operation_StopMaintenance) Reset() {
 	*x = Operation_StopMaintenance{}
-	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[17]
+	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1160,7 +1253,7 @@ func (x *Operation_StopMaintenance) String() string {
 func (*Operation_StopMaintenance) ProtoMessage() {}
 
 func (x *Operation_StopMaintenance) ProtoReflect() protoreflect.Message {
-	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[17]
+	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1173,7 +1266,7 @@ func (x *Operation_StopMaintenance) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Operation_StopMaintenance.ProtoReflect.Descriptor instead.
 func (*Operation_StopMaintenance) Descriptor() ([]byte, []int) {
-	return file_mezzo_registry_v1_registry_proto_rawDescGZIP(), []int{5, 11}
+	return file_mezzo_registry_v1_registry_proto_rawDescGZIP(), []int{6, 11}
 }
 
 func (x *Operation_StopMaintenance) GetMachines() []*mesos.MachineID {
@@ -1183,11 +1276,58 @@ func (x *Operation_StopMaintenance) GetMachines() []*mesos.MachineID {
 	return nil
 }
 
+// UpdateDrain replaces an admitted or unreachable agent's drain entry
+// (DRAIN_AGENT, DEACTIVATE_AGENT, the move to DRAINED); an entry neither
+// deactivated nor draining removes it (REACTIVATE_AGENT).
+type Operation_UpdateDrain struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Drain         *AgentDrain            `protobuf:"bytes,1,req,name=drain" json:"drain,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Operation_UpdateDrain) Reset() {
+	*x = Operation_UpdateDrain{}
+	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Operation_UpdateDrain) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Operation_UpdateDrain) ProtoMessage() {}
+
+func (x *Operation_UpdateDrain) ProtoReflect() protoreflect.Message {
+	mi := &file_mezzo_registry_v1_registry_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Operation_UpdateDrain.ProtoReflect.Descriptor instead.
+func (*Operation_UpdateDrain) Descriptor() ([]byte, []int) {
+	return file_mezzo_registry_v1_registry_proto_rawDescGZIP(), []int{6, 12}
+}
+
+func (x *Operation_UpdateDrain) GetDrain() *AgentDrain {
+	if x != nil {
+		return x.Drain
+	}
+	return nil
+}
+
 var File_mezzo_registry_v1_registry_proto protoreflect.FileDescriptor
 
 const file_mezzo_registry_v1_registry_proto_rawDesc = "" +
 	"\n" +
-	" mezzo/registry/v1/registry.proto\x12\x11mezzo.registry.v1\x1a&mesos/v1/maintenance/maintenance.proto\x1a\x14mesos/v1/mesos.proto\x1a\x1amesos/v1/quota/quota.proto\"\xe5\x03\n" +
+	" mezzo/registry/v1/registry.proto\x12\x11mezzo.registry.v1\x1a&mesos/v1/maintenance/maintenance.proto\x1a\x14mesos/v1/mesos.proto\x1a\x1amesos/v1/quota/quota.proto\"\x9c\x04\n" +
 	"\bRegistry\x12,\n" +
 	"\x06master\x18\x01 \x01(\v2\x14.mesos.v1.MasterInfoR\x06master\x120\n" +
 	"\x06agents\x18\x02 \x03(\v2\x18.mezzo.registry.v1.AgentR\x06agents\x12E\n" +
@@ -1197,7 +1337,14 @@ const file_mezzo_registry_v1_registry_proto_rawDesc = "" +
 	"\rquota_configs\x18\x06 \x03(\v2\x1b.mesos.v1.quota.QuotaConfigR\fquotaConfigs\x12:\n" +
 	"\bschedule\x18\a \x01(\v2\x1e.mesos.v1.maintenance.ScheduleR\bschedule\x128\n" +
 	"\rdown_machines\x18\b \x03(\v2\x13.mesos.v1.MachineIDR\fdownMachines\x12\x18\n" +
-	"\aversion\x18\t \x01(\x04R\aversion\"0\n" +
+	"\aversion\x18\t \x01(\x04R\aversion\x125\n" +
+	"\x06drains\x18\x14 \x03(\v2\x1d.mezzo.registry.v1.AgentDrainR\x06drains\"\x85\x01\n" +
+	"\n" +
+	"AgentDrain\x12!\n" +
+	"\x02id\x18\x01 \x02(\v2\x11.mesos.v1.AgentIDR\x02id\x12 \n" +
+	"\vdeactivated\x18\x02 \x01(\bR\vdeactivated\x122\n" +
+	"\n" +
+	"drain_info\x18\x03 \x01(\v2\x13.mesos.v1.DrainInfoR\tdrainInfo\"0\n" +
 	"\x05Agent\x12'\n" +
 	"\x04info\x18\x01 \x02(\v2\x13.mesos.v1.AgentInfoR\x04info\"\x90\x01\n" +
 	"\x10UnreachableAgent\x12!\n" +
@@ -1210,7 +1357,7 @@ const file_mezzo_registry_v1_registry_proto_rawDesc = "" +
 	"\x05Batch\x12<\n" +
 	"\n" +
 	"operations\x18\x01 \x03(\v2\x1c.mezzo.registry.v1.OperationR\n" +
-	"operations\"\xb7\x0e\n" +
+	"operations\"\xca\x0f\n" +
 	"\tOperation\x12G\n" +
 	"\n" +
 	"set_master\x18\x01 \x01(\v2&.mezzo.registry.v1.Operation.SetMasterH\x00R\tsetMaster\x12?\n" +
@@ -1225,7 +1372,8 @@ const file_mezzo_registry_v1_registry_proto_rawDesc = "" +
 	"\x0fupdate_schedule\x18\n" +
 	" \x01(\v2+.mezzo.registry.v1.Operation.UpdateScheduleH\x00R\x0eupdateSchedule\x12\\\n" +
 	"\x11start_maintenance\x18\v \x01(\v2-.mezzo.registry.v1.Operation.StartMaintenanceH\x00R\x10startMaintenance\x12Y\n" +
-	"\x10stop_maintenance\x18\f \x01(\v2,.mezzo.registry.v1.Operation.StopMaintenanceH\x00R\x0fstopMaintenance\x1a5\n" +
+	"\x10stop_maintenance\x18\f \x01(\v2,.mezzo.registry.v1.Operation.StopMaintenanceH\x00R\x0fstopMaintenance\x12M\n" +
+	"\fupdate_drain\x18\x14 \x01(\v2(.mezzo.registry.v1.Operation.UpdateDrainH\x00R\vupdateDrain\x1a5\n" +
 	"\tSetMaster\x12(\n" +
 	"\x04info\x18\x01 \x02(\v2\x14.mesos.v1.MasterInfoR\x04info\x1a5\n" +
 	"\n" +
@@ -1253,7 +1401,9 @@ const file_mezzo_registry_v1_registry_proto_rawDesc = "" +
 	"\x10StartMaintenance\x12/\n" +
 	"\bmachines\x18\x01 \x03(\v2\x13.mesos.v1.MachineIDR\bmachines\x1aB\n" +
 	"\x0fStopMaintenance\x12/\n" +
-	"\bmachines\x18\x01 \x03(\v2\x13.mesos.v1.MachineIDR\bmachinesB\x04\n" +
+	"\bmachines\x18\x01 \x03(\v2\x13.mesos.v1.MachineIDR\bmachines\x1aB\n" +
+	"\vUpdateDrain\x123\n" +
+	"\x05drain\x18\x01 \x02(\v2\x1d.mezzo.registry.v1.AgentDrainR\x05drainB\x04\n" +
 	"\x02opB\x16Z\x14mezzo/api/registrypb"
 
 var (
@@ -1268,83 +1418,91 @@ func file_mezzo_registry_v1_registry_proto_rawDescGZIP() []byte {
 	return file_mezzo_registry_v1_registry_proto_rawDescData
 }
 
-var file_mezzo_registry_v1_registry_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_mezzo_registry_v1_registry_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_mezzo_registry_v1_registry_proto_goTypes = []any{
 	(*Registry)(nil),                   // 0: mezzo.registry.v1.Registry
-	(*Agent)(nil),                      // 1: mezzo.registry.v1.Agent
-	(*UnreachableAgent)(nil),           // 2: mezzo.registry.v1.UnreachableAgent
-	(*GoneAgent)(nil),                  // 3: mezzo.registry.v1.GoneAgent
-	(*Batch)(nil),                      // 4: mezzo.registry.v1.Batch
-	(*Operation)(nil),                  // 5: mezzo.registry.v1.Operation
-	(*Operation_SetMaster)(nil),        // 6: mezzo.registry.v1.Operation.SetMaster
-	(*Operation_AdmitAgent)(nil),       // 7: mezzo.registry.v1.Operation.AdmitAgent
-	(*Operation_ReadmitAgent)(nil),     // 8: mezzo.registry.v1.Operation.ReadmitAgent
-	(*Operation_MarkUnreachable)(nil),  // 9: mezzo.registry.v1.Operation.MarkUnreachable
-	(*Operation_MarkReachable)(nil),    // 10: mezzo.registry.v1.Operation.MarkReachable
-	(*Operation_RemoveAgent)(nil),      // 11: mezzo.registry.v1.Operation.RemoveAgent
-	(*Operation_Prune)(nil),            // 12: mezzo.registry.v1.Operation.Prune
-	(*Operation_UpdateWeights)(nil),    // 13: mezzo.registry.v1.Operation.UpdateWeights
-	(*Operation_UpdateQuota)(nil),      // 14: mezzo.registry.v1.Operation.UpdateQuota
-	(*Operation_UpdateSchedule)(nil),   // 15: mezzo.registry.v1.Operation.UpdateSchedule
-	(*Operation_StartMaintenance)(nil), // 16: mezzo.registry.v1.Operation.StartMaintenance
-	(*Operation_StopMaintenance)(nil),  // 17: mezzo.registry.v1.Operation.StopMaintenance
-	(*mesos.MasterInfo)(nil),           // 18: mesos.v1.MasterInfo
-	(*mesos.WeightInfo)(nil),           // 19: mesos.v1.WeightInfo
-	(*quotapb.QuotaConfig)(nil),        // 20: mesos.v1.quota.QuotaConfig
-	(*maintenancepb.Schedule)(nil),     // 21: mesos.v1.maintenance.Schedule
-	(*mesos.MachineID)(nil),            // 22: mesos.v1.MachineID
-	(*mesos.AgentInfo)(nil),            // 23: mesos.v1.AgentInfo
-	(*mesos.AgentID)(nil),              // 24: mesos.v1.AgentID
-	(*mesos.TimeInfo)(nil),             // 25: mesos.v1.TimeInfo
+	(*AgentDrain)(nil),                 // 1: mezzo.registry.v1.AgentDrain
+	(*Agent)(nil),                      // 2: mezzo.registry.v1.Agent
+	(*UnreachableAgent)(nil),           // 3: mezzo.registry.v1.UnreachableAgent
+	(*GoneAgent)(nil),                  // 4: mezzo.registry.v1.GoneAgent
+	(*Batch)(nil),                      // 5: mezzo.registry.v1.Batch
+	(*Operation)(nil),                  // 6: mezzo.registry.v1.Operation
+	(*Operation_SetMaster)(nil),        // 7: mezzo.registry.v1.Operation.SetMaster
+	(*Operation_AdmitAgent)(nil),       // 8: mezzo.registry.v1.Operation.AdmitAgent
+	(*Operation_ReadmitAgent)(nil),     // 9: mezzo.registry.v1.Operation.ReadmitAgent
+	(*Operation_MarkUnreachable)(nil),  // 10: mezzo.registry.v1.Operation.MarkUnreachable
+	(*Operation_MarkReachable)(nil),    // 11: mezzo.registry.v1.Operation.MarkReachable
+	(*Operation_RemoveAgent)(nil),      // 12: mezzo.registry.v1.Operation.RemoveAgent
+	(*Operation_Prune)(nil),            // 13: mezzo.registry.v1.Operation.Prune
+	(*Operation_UpdateWeights)(nil),    // 14: mezzo.registry.v1.Operation.UpdateWeights
+	(*Operation_UpdateQuota)(nil),      // 15: mezzo.registry.v1.Operation.UpdateQuota
+	(*Operation_UpdateSchedule)(nil),   // 16: mezzo.registry.v1.Operation.UpdateSchedule
+	(*Operation_StartMaintenance)(nil), // 17: mezzo.registry.v1.Operation.StartMaintenance
+	(*Operation_StopMaintenance)(nil),  // 18: mezzo.registry.v1.Operation.StopMaintenance
+	(*Operation_UpdateDrain)(nil),      // 19: mezzo.registry.v1.Operation.UpdateDrain
+	(*mesos.MasterInfo)(nil),           // 20: mesos.v1.MasterInfo
+	(*mesos.WeightInfo)(nil),           // 21: mesos.v1.WeightInfo
+	(*quotapb.QuotaConfig)(nil),        // 22: mesos.v1.quota.QuotaConfig
+	(*maintenancepb.Schedule)(nil),     // 23: mesos.v1.maintenance.Schedule
+	(*mesos.MachineID)(nil),            // 24: mesos.v1.MachineID
+	(*mesos.AgentID)(nil),              // 25: mesos.v1.AgentID
+	(*mesos.DrainInfo)(nil),            // 26: mesos.v1.DrainInfo
+	(*mesos.AgentInfo)(nil),            // 27: mesos.v1.AgentInfo
+	(*mesos.TimeInfo)(nil),             // 28: mesos.v1.TimeInfo
 }
 var file_mezzo_registry_v1_registry_proto_depIdxs = []int32{
-	18, // 0: mezzo.registry.v1.Registry.master:type_name -> mesos.v1.MasterInfo
-	1,  // 1: mezzo.registry.v1.Registry.agents:type_name -> mezzo.registry.v1.Agent
-	2,  // 2: mezzo.registry.v1.Registry.unreachable:type_name -> mezzo.registry.v1.UnreachableAgent
-	3,  // 3: mezzo.registry.v1.Registry.gone:type_name -> mezzo.registry.v1.GoneAgent
-	19, // 4: mezzo.registry.v1.Registry.weights:type_name -> mesos.v1.WeightInfo
-	20, // 5: mezzo.registry.v1.Registry.quota_configs:type_name -> mesos.v1.quota.QuotaConfig
-	21, // 6: mezzo.registry.v1.Registry.schedule:type_name -> mesos.v1.maintenance.Schedule
-	22, // 7: mezzo.registry.v1.Registry.down_machines:type_name -> mesos.v1.MachineID
-	23, // 8: mezzo.registry.v1.Agent.info:type_name -> mesos.v1.AgentInfo
-	24, // 9: mezzo.registry.v1.UnreachableAgent.id:type_name -> mesos.v1.AgentID
-	25, // 10: mezzo.registry.v1.UnreachableAgent.timestamp:type_name -> mesos.v1.TimeInfo
-	23, // 11: mezzo.registry.v1.UnreachableAgent.info:type_name -> mesos.v1.AgentInfo
-	24, // 12: mezzo.registry.v1.GoneAgent.id:type_name -> mesos.v1.AgentID
-	25, // 13: mezzo.registry.v1.GoneAgent.timestamp:type_name -> mesos.v1.TimeInfo
-	5,  // 14: mezzo.registry.v1.Batch.operations:type_name -> mezzo.registry.v1.Operation
-	6,  // 15: mezzo.registry.v1.Operation.set_master:type_name -> mezzo.registry.v1.Operation.SetMaster
-	7,  // 16: mezzo.registry.v1.Operation.admit:type_name -> mezzo.registry.v1.Operation.AdmitAgent
-	8,  // 17: mezzo.registry.v1.Operation.readmit:type_name -> mezzo.registry.v1.Operation.ReadmitAgent
-	9,  // 18: mezzo.registry.v1.Operation.mark_unreachable:type_name -> mezzo.registry.v1.Operation.MarkUnreachable
-	10, // 19: mezzo.registry.v1.Operation.mark_reachable:type_name -> mezzo.registry.v1.Operation.MarkReachable
-	11, // 20: mezzo.registry.v1.Operation.remove:type_name -> mezzo.registry.v1.Operation.RemoveAgent
-	12, // 21: mezzo.registry.v1.Operation.prune:type_name -> mezzo.registry.v1.Operation.Prune
-	13, // 22: mezzo.registry.v1.Operation.update_weights:type_name -> mezzo.registry.v1.Operation.UpdateWeights
-	14, // 23: mezzo.registry.v1.Operation.update_quota:type_name -> mezzo.registry.v1.Operation.UpdateQuota
-	15, // 24: mezzo.registry.v1.Operation.update_schedule:type_name -> mezzo.registry.v1.Operation.UpdateSchedule
-	16, // 25: mezzo.registry.v1.Operation.start_maintenance:type_name -> mezzo.registry.v1.Operation.StartMaintenance
-	17, // 26: mezzo.registry.v1.Operation.stop_maintenance:type_name -> mezzo.registry.v1.Operation.StopMaintenance
-	18, // 27: mezzo.registry.v1.Operation.SetMaster.info:type_name -> mesos.v1.MasterInfo
-	23, // 28: mezzo.registry.v1.Operation.AdmitAgent.info:type_name -> mesos.v1.AgentInfo
-	23, // 29: mezzo.registry.v1.Operation.ReadmitAgent.info:type_name -> mesos.v1.AgentInfo
-	24, // 30: mezzo.registry.v1.Operation.MarkUnreachable.id:type_name -> mesos.v1.AgentID
-	25, // 31: mezzo.registry.v1.Operation.MarkUnreachable.timestamp:type_name -> mesos.v1.TimeInfo
-	23, // 32: mezzo.registry.v1.Operation.MarkReachable.info:type_name -> mesos.v1.AgentInfo
-	24, // 33: mezzo.registry.v1.Operation.RemoveAgent.id:type_name -> mesos.v1.AgentID
-	25, // 34: mezzo.registry.v1.Operation.RemoveAgent.timestamp:type_name -> mesos.v1.TimeInfo
-	24, // 35: mezzo.registry.v1.Operation.Prune.unreachable:type_name -> mesos.v1.AgentID
-	24, // 36: mezzo.registry.v1.Operation.Prune.gone:type_name -> mesos.v1.AgentID
-	19, // 37: mezzo.registry.v1.Operation.UpdateWeights.weights:type_name -> mesos.v1.WeightInfo
-	20, // 38: mezzo.registry.v1.Operation.UpdateQuota.configs:type_name -> mesos.v1.quota.QuotaConfig
-	21, // 39: mezzo.registry.v1.Operation.UpdateSchedule.schedule:type_name -> mesos.v1.maintenance.Schedule
-	22, // 40: mezzo.registry.v1.Operation.StartMaintenance.machines:type_name -> mesos.v1.MachineID
-	22, // 41: mezzo.registry.v1.Operation.StopMaintenance.machines:type_name -> mesos.v1.MachineID
-	42, // [42:42] is the sub-list for method output_type
-	42, // [42:42] is the sub-list for method input_type
-	42, // [42:42] is the sub-list for extension type_name
-	42, // [42:42] is the sub-list for extension extendee
-	0,  // [0:42] is the sub-list for field type_name
+	20, // 0: mezzo.registry.v1.Registry.master:type_name -> mesos.v1.MasterInfo
+	2,  // 1: mezzo.registry.v1.Registry.agents:type_name -> mezzo.registry.v1.Agent
+	3,  // 2: mezzo.registry.v1.Registry.unreachable:type_name -> mezzo.registry.v1.UnreachableAgent
+	4,  // 3: mezzo.registry.v1.Registry.gone:type_name -> mezzo.registry.v1.GoneAgent
+	21, // 4: mezzo.registry.v1.Registry.weights:type_name -> mesos.v1.WeightInfo
+	22, // 5: mezzo.registry.v1.Registry.quota_configs:type_name -> mesos.v1.quota.QuotaConfig
+	23, // 6: mezzo.registry.v1.Registry.schedule:type_name -> mesos.v1.maintenance.Schedule
+	24, // 7: mezzo.registry.v1.Registry.down_machines:type_name -> mesos.v1.MachineID
+	1,  // 8: mezzo.registry.v1.Registry.drains:type_name -> mezzo.registry.v1.AgentDrain
+	25, // 9: mezzo.registry.v1.AgentDrain.id:type_name -> mesos.v1.AgentID
+	26, // 10: mezzo.registry.v1.AgentDrain.drain_info:type_name -> mesos.v1.DrainInfo
+	27, // 11: mezzo.registry.v1.Agent.info:type_name -> mesos.v1.AgentInfo
+	25, // 12: mezzo.registry.v1.UnreachableAgent.id:type_name -> mesos.v1.AgentID
+	28, // 13: mezzo.registry.v1.UnreachableAgent.timestamp:type_name -> mesos.v1.TimeInfo
+	27, // 14: mezzo.registry.v1.UnreachableAgent.info:type_name -> mesos.v1.AgentInfo
+	25, // 15: mezzo.registry.v1.GoneAgent.id:type_name -> mesos.v1.AgentID
+	28, // 16: mezzo.registry.v1.GoneAgent.timestamp:type_name -> mesos.v1.TimeInfo
+	6,  // 17: mezzo.registry.v1.Batch.operations:type_name -> mezzo.registry.v1.Operation
+	7,  // 18: mezzo.registry.v1.Operation.set_master:type_name -> mezzo.registry.v1.Operation.SetMaster
+	8,  // 19: mezzo.registry.v1.Operation.admit:type_name -> mezzo.registry.v1.Operation.AdmitAgent
+	9,  // 20: mezzo.registry.v1.Operation.readmit:type_name -> mezzo.registry.v1.Operation.ReadmitAgent
+	10, // 21: mezzo.registry.v1.Operation.mark_unreachable:type_name -> mezzo.registry.v1.Operation.MarkUnreachable
+	11, // 22: mezzo.registry.v1.Operation.mark_reachable:type_name -> mezzo.registry.v1.Operation.MarkReachable
+	12, // 23: mezzo.registry.v1.Operation.remove:type_name -> mezzo.registry.v1.Operation.RemoveAgent
+	13, // 24: mezzo.registry.v1.Operation.prune:type_name -> mezzo.registry.v1.Operation.Prune
+	14, // 25: mezzo.registry.v1.Operation.update_weights:type_name -> mezzo.registry.v1.Operation.UpdateWeights
+	15, // 26: mezzo.registry.v1.Operation.update_quota:type_name -> mezzo.registry.v1.Operation.UpdateQuota
+	16, // 27: mezzo.registry.v1.Operation.update_schedule:type_name -> mezzo.registry.v1.Operation.UpdateSchedule
+	17, // 28: mezzo.registry.v1.Operation.start_maintenance:type_name -> mezzo.registry.v1.Operation.StartMaintenance
+	18, // 29: mezzo.registry.v1.Operation.stop_maintenance:type_name -> mezzo.registry.v1.Operation.StopMaintenance
+	19, // 30: mezzo.registry.v1.Operation.update_drain:type_name -> mezzo.registry.v1.Operation.UpdateDrain
+	20, // 31: mezzo.registry.v1.Operation.SetMaster.info:type_name -> mesos.v1.MasterInfo
+	27, // 32: mezzo.registry.v1.Operation.AdmitAgent.info:type_name -> mesos.v1.AgentInfo
+	27, // 33: mezzo.registry.v1.Operation.ReadmitAgent.info:type_name -> mesos.v1.AgentInfo
+	25, // 34: mezzo.registry.v1.Operation.MarkUnreachable.id:type_name -> mesos.v1.AgentID
+	28, // 35: mezzo.registry.v1.Operation.MarkUnreachable.timestamp:type_name -> mesos.v1.TimeInfo
+	27, // 36: mezzo.registry.v1.Operation.MarkReachable.info:type_name -> mesos.v1.AgentInfo
+	25, // 37: mezzo.registry.v1.Operation.RemoveAgent.id:type_name -> mesos.v1.AgentID
+	28, // 38: mezzo.registry.v1.Operation.RemoveAgent.timestamp:type_name -> mesos.v1.TimeInfo
+	25, // 39: mezzo.registry.v1.Operation.Prune.unreachable:type_name -> mesos.v1.AgentID
+	25, // 40: mezzo.registry.v1.Operation.Prune.gone:type_name -> mesos.v1.AgentID
+	21, // 41: mezzo.registry.v1.Operation.UpdateWeights.weights:type_name -> mesos.v1.WeightInfo
+	22, // 42: mezzo.registry.v1.Operation.UpdateQuota.configs:type_name -> mesos.v1.quota.QuotaConfig
+	23, // 43: mezzo.registry.v1.Operation.UpdateSchedule.schedule:type_name -> mesos.v1.maintenance.Schedule
+	24, // 44: mezzo.registry.v1.Operation.StartMaintenance.machines:type_name -> mesos.v1.MachineID
+	24, // 45: mezzo.registry.v1.Operation.StopMaintenance.machines:type_name -> mesos.v1.MachineID
+	1,  // 46: mezzo.registry.v1.Operation.UpdateDrain.drain:type_name -> mezzo.registry.v1.AgentDrain
+	47, // [47:47] is the sub-list for method output_type
+	47, // [47:47] is the sub-list for method input_type
+	47, // [47:47] is the sub-list for extension type_name
+	47, // [47:47] is the sub-list for extension extendee
+	0,  // [0:47] is the sub-list for field type_name
 }
 
 func init() { file_mezzo_registry_v1_registry_proto_init() }
@@ -1352,7 +1510,7 @@ func file_mezzo_registry_v1_registry_proto_init() {
 	if File_mezzo_registry_v1_registry_proto != nil {
 		return
 	}
-	file_mezzo_registry_v1_registry_proto_msgTypes[5].OneofWrappers = []any{
+	file_mezzo_registry_v1_registry_proto_msgTypes[6].OneofWrappers = []any{
 		(*Operation_SetMaster_)(nil),
 		(*Operation_Admit)(nil),
 		(*Operation_Readmit)(nil),
@@ -1365,6 +1523,7 @@ func file_mezzo_registry_v1_registry_proto_init() {
 		(*Operation_UpdateSchedule_)(nil),
 		(*Operation_StartMaintenance_)(nil),
 		(*Operation_StopMaintenance_)(nil),
+		(*Operation_UpdateDrain_)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1372,7 +1531,7 @@ func file_mezzo_registry_v1_registry_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_mezzo_registry_v1_registry_proto_rawDesc), len(file_mezzo_registry_v1_registry_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   18,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -26,6 +26,7 @@ import (
 // agentFlags are the agent's command-line flags, Mesos names and defaults.
 type agentFlags struct {
 	master, ip, hostname, workDir, resources, attributes, logLevel string
+	logFormat                                                      string
 	port                                                           int
 	// logging is the logger's level control, for SET_LOGGING_LEVEL.
 	logging                                                   *loglevel.Control
@@ -53,6 +54,7 @@ func addAgentFlags(fs *flag.FlagSet, withMaster bool) *agentFlags {
 		fs.StringVar(&f.hostname, "hostname", "", "hostname to advertise (default: the system hostname)")
 		fs.StringVar(&f.workDir, "work_dir", "", "where sandboxes and checkpoints live (required)")
 		fs.StringVar(&f.logLevel, "logging_level", "info", "debug, info, warn or error")
+		fs.StringVar(&f.logFormat, "log_format", "text", "mezzo only: the log's format, "+logFormats+" (one JSON object per line)")
 	}
 	fs.StringVar(&f.resources, "resources", "", "total resources, Mesos syntax or JSON (default: detected)")
 	fs.StringVar(&f.attributes, "attributes", "", "attributes, e.g. 'rack:r1;zone:a'")
@@ -220,7 +222,12 @@ func runAgent(args []string, _, stderr io.Writer) int {
 	if code := parseFlags(fs, args); code >= 0 {
 		return code
 	}
-	log, logging := logger(stderr, f.logLevel)
+	log, logging, err := logger(stderr, f.logLevel, f.logFormat)
+	if err != nil {
+		fmt.Fprintf(stderr, "mezzo agent: %v\n", err)
+		return 2
+	}
+	bridgeStdLog(log)
 	f.logging = logging
 	ctx, cancel := signalContext()
 	defer cancel()

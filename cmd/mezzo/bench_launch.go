@@ -102,7 +102,7 @@ func benchLaunch(args []string, stdout, stderr io.Writer) int {
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if *verbose {
-		log, _ = logger(stderr, "info")
+		log, _, _ = logger(stderr, "info", "text")
 	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)

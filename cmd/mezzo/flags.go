@@ -59,7 +59,12 @@ func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 // returns a non-negative exit code when the caller should stop (help or a
 // bad flag).
 func parseFlags(fs *flag.FlagSet, args []string) int {
-	if err := flagenv.Parse(fs, args, flagenv.OSLookup); err != nil {
+	return parseFlagsWith(fs, args, flagenv.OSLookup)
+}
+
+// parseFlagsWith is parseFlags with the environment given by lookup.
+func parseFlagsWith(fs *flag.FlagSet, args []string, lookup func(string) (string, bool)) int {
+	if err := flagenv.Parse(fs, args, lookup); err != nil {
 		if err == flag.ErrHelp {
 			return 0
 		}
@@ -69,17 +74,42 @@ func parseFlags(fs *flag.FlagSet, args []string) int {
 	return -1
 }
 
-// logger returns a text logger at the named level ("debug", "info", "warn",
-// "error") and the control through which the operator API's
-// SET_LOGGING_LEVEL changes that level for a while.
-func logger(w io.Writer, level string) (*slog.Logger, *loglevel.Control) {
+// logFormats are --log_format's values.
+const logFormats = "text or json"
+
+// logger returns the process's logger: one line per record, as logfmt
+// ("text") or one JSON object ("json"), at the named level ("debug",
+// "info", "warn", "error"), and the control through which the operator
+// API's SET_LOGGING_LEVEL changes that level for a while. Every line of
+// the process goes through it, Raft's included (replog.Config.Logger).
+func logger(w io.Writer, level, format string) (*slog.Logger, *loglevel.Control, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(strings.ToUpper(level))); err != nil {
-		l = slog.LevelInfo
+		return nil, nil, fmt.Errorf("--logging_level=%q: want debug, info, warn or error", level)
 	}
 	lv := &slog.LevelVar{}
 	lv.Set(l)
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: lv})), loglevel.New(lv, nil)
+	opts := &slog.HandlerOptions{Level: lv}
+	var h slog.Handler
+	switch format {
+	case "text", "":
+		h = slog.NewTextHandler(w, opts)
+	case "json":
+		h = slog.NewJSONHandler(w, opts)
+	default:
+		return nil, nil, fmt.Errorf("--log_format=%q: want %s", format, logFormats)
+	}
+	return slog.New(h), loglevel.New(lv, nil), nil
+}
+
+// bridgeStdLog makes l the process's default logger, so that what
+// libraries print through the standard log package (net/http's server:
+// "http: Accept error: … too many open files") comes in the process's
+// format too, at WARN: nothing in mezzo logs that way, so whatever does is
+// a library reporting a problem.
+func bridgeStdLog(l *slog.Logger) {
+	slog.SetDefault(l)
+	slog.SetLogLoggerLevel(slog.LevelWarn)
 }
 
 // parseWeights parses --weights "role1=2,role2=0.5".

@@ -55,7 +55,12 @@ func runLocal(args []string, stdout, stderr io.Writer) int {
 		}
 		nMasters = n
 	}
-	log, logging := logger(stderr, mf.logLevel)
+	log, logging, err := logger(stderr, mf.logLevel, mf.logFormat)
+	if err != nil {
+		fmt.Fprintf(stderr, "mezzo local: %v\n", err)
+		return 2
+	}
+	bridgeStdLog(log)
 	mf.logging, af.logging = logging, logging
 
 	ctx, cancel := signalContext()

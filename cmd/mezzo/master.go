@@ -24,6 +24,7 @@ import (
 // masterFlags are the master's command-line flags, Mesos names and defaults.
 type masterFlags struct {
 	ip, hostname, workDir, allocator, weights, minAllocatable, logLevel string
+	logFormat                                                           string
 	port, maxAgentPingTimeouts                                          int
 	// logging is the logger's level control, for SET_LOGGING_LEVEL.
 	logging                                            *loglevel.Control
@@ -51,6 +52,7 @@ func addMasterFlags(fs *flag.FlagSet) *masterFlags {
 	fs.StringVar(&f.minAllocatable, "min_allocatable_resources", "cpus:0.01|mem:32",
 		"an agent's free resources are offered only if they hold one of these quantities")
 	fs.StringVar(&f.logLevel, "logging_level", "info", "debug, info, warn or error")
+	fs.StringVar(&f.logFormat, "log_format", "text", "mezzo only: the log's format, "+logFormats+" (one JSON object per line); Raft's lines included")
 	fs.BoolVar(&f.revocation, "revocation", false,
 		"kill tasks of over-share frameworks when a framework below its quota guarantee needs resources (paper §3.3.3)")
 	fs.BoolVar(&f.profiling, "profiling", false,
@@ -214,6 +216,10 @@ func startMaster(ctx context.Context, f *masterFlags, fs *flag.FlagSet, ln net.L
 		opts.ExtraMetrics = reg.reg.Metrics
 		opts.ExtraTimers = reg.reg.Timers
 	}
+	if reg != nil {
+		// Peers stopping with this process are not news (see Quiesce).
+		context.AfterFunc(ctx, reg.log.Quiesce)
+	}
 	srv := newServer(httpapi.New(m, opts))
 	r := &runningMaster{m: m, srv: srv, ln: ln, reg: reg, done: make(chan error, 1), fatal: fatal}
 	go func() {
@@ -233,7 +239,12 @@ func runMaster(args []string, _, stderr io.Writer) int {
 	if code := parseFlags(fs, args); code >= 0 {
 		return code
 	}
-	log, logging := logger(stderr, f.logLevel)
+	log, logging, err := logger(stderr, f.logLevel, f.logFormat)
+	if err != nil {
+		fmt.Fprintf(stderr, "mezzo master: %v\n", err)
+		return 2
+	}
+	bridgeStdLog(log)
 	f.logging = logging
 	tuneMasterGC()
 	ctx, cancel := signalContext()

@@ -2,10 +2,8 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -40,8 +38,8 @@ type registryConfig struct {
 	raftLease    time.Duration // replog.Config.LeaseTimeout (0: default)
 	storeTimeout time.Duration
 	onFatal      func(error)
-	log          *slog.Logger
-	raftLog      io.Writer
+	// log is the process's logger; Raft logs through it too.
+	log *slog.Logger
 }
 
 // openRegistry opens (or creates) the registry. One master: a one-node
@@ -54,11 +52,8 @@ func openRegistry(c registryConfig) (*registry, error) {
 	lc := replog.Config{
 		Dir:       filepath.Join(c.workDir, "registry"),
 		Bootstrap: true,
-		LogOutput: c.raftLog,
+		Logger:    c.log,
 		OnFatal:   c.onFatal,
-	}
-	if lc.LogOutput == nil {
-		lc.LogOutput = os.Stderr
 	}
 	if len(c.masters) > 0 {
 		for _, m := range c.masters {

@@ -313,11 +313,11 @@ func TestCommand(t *testing.T) {
 		healthy bool
 		msg     string
 	}{
-		{"exit 0", commandCheck("exit 0", 5), true, ""},
-		{"exit 3", commandCheck("exit 3", 5), false, "COMMAND health check failed: command exited with status 3"},
-		{"task environment and sandbox", commandCheck(`test "$TASK_VAR" = task && test "$(pwd -P)" = "$(cd "$MESOS_SANDBOX" && pwd -P)"`, 5), true, ""},
+		{"exit 0", commandCheck("exit 0", 60), true, ""},
+		{"exit 3", commandCheck("exit 3", 60), false, "COMMAND health check failed: command exited with status 3"},
+		{"task environment and sandbox", commandCheck(`test "$TASK_VAR" = task && test "$(pwd -P)" = "$(cd "$MESOS_SANDBOX" && pwd -P)"`, 60), true, ""},
 		{"check environment overrides", func() *mesos.HealthCheck {
-			c := commandCheck(`test "$TASK_VAR" = check`, 5)
+			c := commandCheck(`test "$TASK_VAR" = check`, 60)
 			c.Command.Environment = &mesos.Environment{Variables: []*mesos.Environment_Variable{
 				{Name: proto.String("TASK_VAR"), Value: proto.String("check")},
 			}}
@@ -341,7 +341,10 @@ func TestCommand(t *testing.T) {
 			if r.Healthy != tc.healthy || !strings.Contains(r.Message, tc.msg) {
 				t.Fatalf("got %+v, want healthy=%v message containing %q", r, tc.healthy, tc.msg)
 			}
-			if took := time.Since(start); took > 10*time.Second {
+			// Only "timeout kills the command" could take long: its sleep
+			// lasts 30s, so ending well within that shows the kill (a
+			// tighter bound fails under load for nothing).
+			if took := time.Since(start); took > 25*time.Second {
 				t.Errorf("check took %v", took)
 			}
 		})
@@ -351,20 +354,24 @@ func TestCommand(t *testing.T) {
 func TestStopAbortsRunningCommand(t *testing.T) {
 	h := startChecker(t, commandCheck("sleep 30", 0), Options{Env: []string{"PATH=/usr/bin:/bin"}})
 	h.advance(0)
-	// Wait for the command to be running (the timer is consumed).
-	deadline := time.Now().Add(5 * time.Second)
-	for h.clk.Pending() != 0 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
+	// Wait for the command to be running (the timer is consumed); the
+	// old loop gave up silently after 5s and tested Stop before the
+	// command ran.
+	deadline := time.Now().Add(30 * time.Second)
+	for h.clk.Pending() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the check never started its command")
+		}
+		time.Sleep(time.Millisecond) // polling interval, bounded by the deadline
 	}
-	start := time.Now()
+	// Stop must abort the command, not wait for it: a check that waited
+	// would end after the 30s sleep, so ending well within that is the
+	// proof (a "took under 5s" bound failed under load for nothing).
 	h.c.Stop()
 	select {
 	case <-h.c.Done():
-	case <-time.After(10 * time.Second):
+	case <-time.After(25 * time.Second):
 		t.Fatal("Stop did not abort the running check")
-	}
-	if took := time.Since(start); took > 5*time.Second {
-		t.Errorf("Stop took %v", took)
 	}
 	select {
 	case r := <-h.results:

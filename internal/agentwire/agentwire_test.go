@@ -367,7 +367,7 @@ func TestRedirectTeachesLeader(t *testing.T) {
 // waitUntil polls cond until it holds, failing the test after a deadline.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)

@@ -15,6 +15,9 @@ type runResult struct {
 	offers   map[string]Offers
 	rescinds []request
 	revokes  []request
+	// inverse are the run's inverse offers (maintenance.go), by
+	// framework then agent.
+	inverse map[string]map[string]*mesos.Unavailability
 }
 
 // request names resources of a framework on an agent (rescind, revoke).
@@ -88,6 +91,7 @@ func (c *core) allocate(now time.Time) runResult {
 	}
 	rn.revocableStage(agents)
 	rn.buildOffers()
+	rn.res.inverse = c.inverseOffers(now)
 	return rn.res
 }
 

@@ -90,6 +90,20 @@ type Allocator interface {
 	// one ACCEPT may be passed one call each, in order.
 	UpdateAllocation(frameworkID, agentID string, from, to resources.Resources)
 
+	// UpdateUnavailability sets the unavailability of the agent's machine
+	// (it is in the maintenance schedule; nil: it left it). While set,
+	// every allocation run sends each active framework holding resources
+	// on the agent an inverse offer through Options.InverseOffer, unless
+	// it has one outstanding or refused one recently. A change forgets the
+	// outstanding inverse offers (the master rescinds them).
+	UpdateUnavailability(agentID string, u *mesos.Unavailability)
+	// UpdateInverseOffer reports that the framework's inverse offer for
+	// the agent is no longer outstanding: answered (filters non-nil: the
+	// framework's ACCEPT/DECLINE_INVERSE_OFFERS filters; positive
+	// refuse_seconds hold the next inverse offer back that long), or
+	// rescinded (nil).
+	UpdateInverseOffer(agentID, frameworkID string, filters *mesos.Filters)
+
 	// SuppressOffers stops offers to the framework for roles (all its roles
 	// if empty); ReviveOffers resumes them and clears its filters.
 	SuppressOffers(frameworkID string, roles []string)
@@ -133,6 +147,11 @@ type Options struct {
 	// still hold in a form the agent's total no longer has, see
 	// UpdateAgent). May be nil.
 	Rescind func(frameworkID, agentID string, r resources.Resources)
+
+	// InverseOffer delivers inverse offers to a framework: by agent ID,
+	// the unavailability of the agent's machine (UpdateUnavailability).
+	// Must not block. May be nil (no inverse offers are made).
+	InverseOffer func(frameworkID string, offers map[string]*mesos.Unavailability)
 
 	// Revoke, if set, turns on the revocation policy (paper §3.3.3, off by
 	// default): when a framework in a role below its quota guarantee wants

@@ -49,6 +49,10 @@ type core struct {
 	weights map[string]float64
 	quotas  map[string]Quota
 
+	// maint holds agents' maintenance and inverse offers (maintenance.go),
+	// by agent ID; nil until the first UpdateUnavailability.
+	maint map[string]*agentMaint
+
 	minAllocatable []qv
 	interval       time.Duration
 

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"mezzo/api/mesos"
 	"mezzo/internal/clock"
 	"mezzo/internal/timerstat"
@@ -216,6 +218,16 @@ func deliver(o Options, res runResult) {
 			o.Revoke(r.framework, r.agent, r.res)
 		}
 	}
+	if o.InverseOffer != nil {
+		ids = ids[:0]
+		for id := range res.inverse {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
+		for _, id := range ids {
+			o.InverseOffer(id, res.inverse[id])
+		}
+	}
 }
 
 // Explain implements Introspector.
@@ -377,6 +389,22 @@ func copyMap(m map[string]float64) map[string]float64 {
 		out[k] = v
 	}
 	return out
+}
+
+// UpdateUnavailability implements Allocator.
+func (d *driver) UpdateUnavailability(agentID string, u *mesos.Unavailability) {
+	if u != nil {
+		u = proto.Clone(u).(*mesos.Unavailability)
+	}
+	d.enqueue(func(c *core, _ time.Time) bool { return c.updateUnavailability(agentID, u) })
+}
+
+// UpdateInverseOffer implements Allocator.
+func (d *driver) UpdateInverseOffer(agentID, frameworkID string, filters *mesos.Filters) {
+	if filters != nil {
+		filters = proto.Clone(filters).(*mesos.Filters)
+	}
+	d.enqueue(func(c *core, now time.Time) bool { return c.updateInverseOffer(agentID, frameworkID, filters, now) })
 }
 
 // Allocate implements Allocator (enqueues).

@@ -31,7 +31,7 @@ func startDriver(t *testing.T, name string) (Allocator, *clock.Fake, chan offerE
 	a.Start()
 	t.Cleanup(a.Stop)
 	// Wait until the loop armed its ticker.
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for fake.Pending() == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("allocator loop did not start")
@@ -46,7 +46,7 @@ func waitOffer(t *testing.T, ch chan offerEvent) offerEvent {
 	select {
 	case e := <-ch:
 		return e
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("no offer")
 	}
 	return offerEvent{}

@@ -211,6 +211,7 @@ func (c *core) deactivateFramework(id string) bool {
 	f.active = false
 	refreshOfferable(f)
 	clearFilters(f, "")
+	c.clearInverseFilters(id)
 	return false
 }
 
@@ -518,6 +519,7 @@ func (c *core) reviveOffers(fid string, roles []string) bool {
 		delete(f.suppressed, rn)
 		clearFilters(f, rn)
 	}
+	c.clearInverseFilters(fid)
 	refreshOfferable(f)
 	return true
 }

@@ -45,7 +45,8 @@ var update = flag.Bool("update", false, "rewrite golden transcripts in testdata"
 //	explain FW
 //	state                             (offered or allocated per agent and framework)
 //
-// and the offer operations of golden_ops_test.go (reserve, unreserve,
+// the maintenance commands of golden_maint_test.go (unavailability,
+// inverse-answer, inverse-rescind), and the offer operations of golden_ops_test.go (reserve, unreserve,
 // create, destroy, update-allocation, operator-reserve, operator-unreserve,
 // consumption).
 type harness struct {
@@ -399,6 +400,9 @@ func (h *harness) exec(line string) error {
 			h.say("role %s share %.4f", rn, dominant(h.c.tree[rn].alloc, h.c.totalQ))
 		}
 	default:
+		if ok, err := h.execMaintenance(cmd, args); ok {
+			return err
+		}
 		if ok, err := h.execOperation(cmd, args); ok {
 			return err
 		}
@@ -417,7 +421,7 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 func (h *harness) report(res runResult) {
-	if len(res.offers) == 0 && len(res.rescinds) == 0 && len(res.revokes) == 0 {
+	if len(res.offers) == 0 && len(res.rescinds) == 0 && len(res.revokes) == 0 && len(res.inverse) == 0 {
 		h.say("nothing")
 	}
 	for _, fid := range sortedKeys(res.offers) {
@@ -435,6 +439,14 @@ func (h *harness) report(res runResult) {
 	}
 	for _, r := range res.revokes {
 		h.say("revoke %s %s %s", r.framework, r.agent, r.res)
+	}
+	for _, fid := range sortedKeys(res.inverse) {
+		for _, aid := range sortedKeys(res.inverse[fid]) {
+			u := res.inverse[fid][aid]
+			h.say("inverse-offer %s %s start=%s duration=%s", fid, aid,
+				time.Unix(0, u.GetStart().GetNanoseconds()).UTC().Format(time.RFC3339),
+				time.Duration(u.GetDuration().GetNanoseconds()))
+		}
 	}
 }
 

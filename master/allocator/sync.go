@@ -147,6 +147,16 @@ func (s *Sync) UpdateAllocation(frameworkID, agentID string, from, to resources.
 	s.c.updateAllocation(frameworkID, agentID, from, to)
 }
 
+// UpdateUnavailability implements Allocator, applying the notification at once.
+func (s *Sync) UpdateUnavailability(agentID string, u *mesos.Unavailability) {
+	s.c.updateUnavailability(agentID, u)
+}
+
+// UpdateInverseOffer implements Allocator, applying the notification at once.
+func (s *Sync) UpdateInverseOffer(agentID, frameworkID string, filters *mesos.Filters) {
+	s.c.updateInverseOffer(agentID, frameworkID, filters, s.now())
+}
+
 // SuppressOffers implements Allocator, applying the notification at once.
 func (s *Sync) SuppressOffers(frameworkID string, roles []string) {
 	s.c.suppressOffers(frameworkID, roles)

@@ -32,6 +32,9 @@ type agentJSON struct {
 	Deactivated         bool                      `json:"deactivated"`
 	Version             string                    `json:"version"`
 	Capabilities        []string                  `json:"capabilities"`
+	// DrainInfo is present while an operator drains the agent, as Mesos
+	// writes it: {"state":"DRAINING","config":{...}}.
+	DrainInfo json.RawMessage `json:"drain_info,omitempty"`
 }
 
 // agentFullJSON adds the full Resource objects /master/slaves shows so that
@@ -82,6 +85,9 @@ func agentModel(a *master.AgentView) agentJSON {
 	if !a.ReregisteredTime.IsZero() {
 		t := secs(a.ReregisteredTime)
 		m.ReregisteredTime = &t
+	}
+	if a.DrainInfo != nil {
+		m.DrainInfo = protoJSON(a.DrainInfo)
 	}
 	return m
 }

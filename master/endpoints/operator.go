@@ -130,6 +130,12 @@ func (h *handlers) operator(w http.ResponseWriter, r *http.Request) {
 		h.markAgentGone(w, r, call.GetMarkAgentGone().GetAgentId().GetValue())
 		return
 	}
+	if h.maintenanceCall(w, r, call, s, respType) {
+		return
+	}
+	if h.drainCall(w, r, call) {
+		return
+	}
 	if agentID, op, ok := operationCall(call); ok {
 		h.applyOperation(w, r, agentID, op)
 		return

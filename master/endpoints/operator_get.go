@@ -111,6 +111,7 @@ func agentProto(a *master.AgentView) *masterpb.Response_GetAgents_Agent {
 		AgentInfo:          a.Info,
 		Active:             proto.Bool(a.Active),
 		Deactivated:        proto.Bool(a.Deactivated),
+		DrainInfo:          a.DrainInfo,
 		Version:            proto.String(a.Version),
 		Pid:                proto.String(a.PID),
 		RegisteredTime:     timeInfo(a.RegisteredTime),
@@ -152,8 +153,11 @@ func frameworkProto(f *master.FrameworkView) *masterpb.Response_GetFrameworks_Fr
 
 func getFrameworks(s *master.Snapshot) *masterpb.Response_GetFrameworks {
 	out := &masterpb.Response_GetFrameworks{}
+	inverse := maintenanceOf(s).InverseOffers
 	for _, f := range s.Frameworks {
-		out.Frameworks = append(out.Frameworks, frameworkProto(f))
+		p := frameworkProto(f)
+		p.InverseOffers = inverse[f.Info.GetId().GetValue()]
+		out.Frameworks = append(out.Frameworks, p)
 	}
 	for _, f := range s.CompletedFrameworks {
 		out.CompletedFrameworks = append(out.CompletedFrameworks, frameworkProto(f))

@@ -65,6 +65,10 @@ func Register(mux *http.ServeMux, src Source, opts Options) {
 	both("/quota", h.quota)
 	both("/quota/", h.quota)
 	both("/allocator/explain", h.explain)
+	both("/maintenance/schedule", h.maintenanceSchedule)
+	both("/maintenance/status", h.maintenanceStatus)
+	both("/machine/down", h.machines(false))
+	both("/machine/up", h.machines(true))
 	mux.HandleFunc("/metrics/snapshot", h.metricsSnapshot)
 	mux.Handle("/metrics", h.prometheus())
 }

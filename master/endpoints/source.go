@@ -58,6 +58,10 @@ type Source interface {
 	// resources: nil, or 400 naming the problem, or 409 when the resources
 	// are not available (see master.Master.ApplyOperation).
 	ApplyOperation(ctx context.Context, p master.Principal, agentID string, op *mesos.Offer_Operation) error
+	// Maintenance writes (source_maintenance.go).
+	MaintenanceWriter
+	// DrainSource drains, deactivates and reactivates agents (drain.go).
+	DrainSource
 }
 
 // principal is the caller of a request. mezzo has no authentication yet,

@@ -23,7 +23,7 @@ import (
 // SUBSCRIBED, so after reading that record this returns at once.
 func waitPending(t *testing.T, fc *clock.Fake) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for fc.Pending() == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("heartbeat timer never armed")

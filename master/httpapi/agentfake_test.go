@@ -152,7 +152,7 @@ func (c *cluster) startAgent(t *testing.T, client *http.Client, sub *protocol.Ag
 	}()
 	select {
 	case <-first:
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("agent: no SUBSCRIBED")
 	}
 	return a
@@ -185,7 +185,7 @@ func (a *httpAgent) call(c *protocol.AgentCall) int {
 // next returns the next event of the given type, skipping others.
 func (a *httpAgent) next(typ protocol.AgentEvent_Type) *protocol.AgentEvent {
 	a.t.Helper()
-	timeout := time.After(5 * time.Second)
+	timeout := time.After(30 * time.Second)
 	for {
 		select {
 		case ev, ok := <-a.events:
@@ -200,3 +200,6 @@ func (a *httpAgent) next(typ protocol.AgentEvent_Type) *protocol.AgentEvent {
 		}
 	}
 }
+
+func (idleAllocator) UpdateUnavailability(string, *mesos.Unavailability) {}
+func (idleAllocator) UpdateInverseOffer(string, string, *mesos.Filters)  {}

@@ -127,7 +127,7 @@ func (s *scheduler) next() *schedulerpb.Event {
 			s.t.Fatal("scheduler stream ended")
 		}
 		return ev
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		s.t.Fatal("scheduler: timed out waiting for an event")
 		return nil
 	}
@@ -238,7 +238,7 @@ func TestSchedulerStatusCodes(t *testing.T) {
 		}
 		// Disconnected (stream closed, failover timeout running) → 403.
 		s.cancel()
-		deadline := time.Now().Add(5 * time.Second)
+		deadline := time.Now().Add(30 * time.Second)
 		for {
 			r := c.post(t, "/api/v1/scheduler", withStream(s.streamID), revive)
 			if r.status == 403 && strings.Contains(r.body, "Framework is not subscribed") {
@@ -271,7 +271,7 @@ func TestResubscribeFailsOverOldStream(t *testing.T) {
 		if ok {
 			t.Fatal("old stream continued")
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("old stream not closed")
 	}
 }

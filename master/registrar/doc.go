@@ -1,13 +1,14 @@
 // Package registrar owns the registry: the master's small, authoritative,
 // replicated state (leading master, admitted / unreachable / gone agents,
-// weights, quota, maintenance), as registrar-design and DESIGN.md "State and
+// weights, quota, maintenance, agents' drain and deactivation), as registrar-design and DESIGN.md "State and
 // high availability" describe.
 //
 // Three pieces:
 //
 //   - Operation: one registry mutation (Admit, Readmit, MarkUnreachable,
 //     MarkReachable, Remove, Prune, UpdateWeights, UpdateQuota,
-//     UpdateSchedule, StartMaintenance, StopMaintenance, SetMaster).
+//     UpdateSchedule, StartMaintenance, StopMaintenance, UpdateDrain,
+//     SetMaster).
 //   - Machine: the state machine. It holds the registry in memory, applies
 //     log entries (each an encoded batch of operations, a small delta) and
 //     serializes the whole registry only for snapshots. A Store feeds it.

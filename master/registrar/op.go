@@ -22,6 +22,7 @@ const (
 	kSchedule
 	kStartMaintenance
 	kStopMaintenance
+	kDrain
 )
 
 // op is an operation as validation and the state read it. Agent
@@ -72,6 +73,8 @@ func fromProto(p *pb.Operation) op {
 		return op{kind: kStartMaintenance, pb: p}
 	case *pb.Operation_StopMaintenance_:
 		return op{kind: kStopMaintenance, pb: p}
+	case *pb.Operation_UpdateDrain_:
+		return op{kind: kDrain, id: o.UpdateDrain.GetDrain().GetId().GetValue(), pb: p}
 	}
 	return op{}
 }
@@ -81,12 +84,13 @@ var kindNames = [...]string{
 	kMarkUnreachable: "MarkUnreachable", kMarkReachable: "MarkReachable", kRemove: "Remove",
 	kPrune: "Prune", kWeights: "UpdateWeights", kQuota: "UpdateQuota", kSchedule: "UpdateSchedule",
 	kStartMaintenance: "StartMaintenance", kStopMaintenance: "StopMaintenance",
+	kDrain: "UpdateDrain",
 }
 
 // field is the operation's field name in messages.
 var kindFields = [...]string{
 	kAdmit: "admit", kReadmit: "readmit", kMarkUnreachable: "mark_unreachable",
-	kMarkReachable: "mark_reachable", kRemove: "remove",
+	kMarkReachable: "mark_reachable", kRemove: "remove", kDrain: "update_drain",
 }
 
 func (k opKind) String() string { return kindNames[k] }

@@ -43,7 +43,7 @@ func agentOp(info *mesos.AgentInfo, wrap func(*mesos.AgentInfo) *pb.Operation) O
 // String names the operation and its subject, for logs.
 func (o Operation) String() string {
 	switch o.o.kind {
-	case kAdmit, kReadmit, kMarkUnreachable, kMarkReachable, kRemove:
+	case kAdmit, kReadmit, kMarkUnreachable, kMarkReachable, kRemove, kDrain:
 		return o.o.kind.String() + "(" + o.o.id + ")"
 	}
 	return o.o.kind.String()
@@ -252,6 +252,8 @@ func validateShape(o op) error {
 		return checkMachines("start_maintenance.machines", o.pb.GetStartMaintenance().GetMachines())
 	case kStopMaintenance:
 		return checkMachines("stop_maintenance.machines", o.pb.GetStopMaintenance().GetMachines())
+	case kDrain:
+		return checkDrainShape(o.pb.GetUpdateDrain().GetDrain())
 	}
 	return nil
 }

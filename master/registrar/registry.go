@@ -164,6 +164,9 @@ func encodeRegistry(s *state, sorted bool) []byte {
 	for _, k := range sortedKeys(s.down) {
 		head.DownMachines = append(head.DownMachines, s.down[k])
 	}
+	for _, id := range sortedKeys(s.drains) {
+		head.Drains = append(head.Drains, s.drains[id])
+	}
 	b, _ := proto.MarshalOptions{AllowPartial: true, Deterministic: true}.Marshal(head)
 
 	size := len(b)
@@ -283,6 +286,12 @@ func decodeRegistry(b []byte) (*state, error) {
 	}
 	for _, m := range r.GetDownMachines() {
 		s.down[machineKey(m)] = m
+	}
+	for i, d := range r.GetDrains() {
+		if d.GetId().GetValue() == "" {
+			return nil, fmt.Errorf("drains[%d].id is missing", i)
+		}
+		s.drains[d.GetId().GetValue()] = d
 	}
 	return s, nil
 }

@@ -6,6 +6,7 @@ import (
 	"mezzo/api/maintenancepb"
 	"mezzo/api/mesos"
 	"mezzo/api/quotapb"
+	pb "mezzo/api/registrypb"
 )
 
 // AgentStatus is where an agent ID stands in the registry.
@@ -79,6 +80,14 @@ func check(v view, o op) error {
 		sched, down := v.maintenance()
 		_, _, err := nextMaintenance(sched, down, o.pb)
 		return err
+	case kDrain:
+		switch st := v.status(o.id); st {
+		case AgentAdmitted, AgentUnreachable:
+		case AgentGone:
+			return fmt.Errorf("update drain of agent %s: %w", o.id, ErrGone)
+		default:
+			return fmt.Errorf("update drain of agent %s: %w", o.id, ErrUnknownAgent)
+		}
 	}
 	return nil
 }
@@ -101,7 +110,10 @@ type state struct {
 	quotas      map[string]*quotapb.QuotaConfig
 	schedule    *maintenancepb.Schedule
 	down        map[string]*mesos.MachineID
-	version     uint64
+	// drains holds the admitted and unreachable agents' drain entries by
+	// agent ID (state_drain.go).
+	drains  map[string]*pb.AgentDrain
+	version uint64
 }
 
 func newState() *state {
@@ -112,6 +124,7 @@ func newState() *state {
 		weights:     map[string]float64{},
 		quotas:      map[string]*quotapb.QuotaConfig{},
 		down:        map[string]*mesos.MachineID{},
+		drains:      map[string]*pb.AgentDrain{},
 	}
 }
 
@@ -157,9 +170,13 @@ func (s *state) apply(o op) error {
 		}
 		delete(s.agents, o.id)
 		delete(s.unreachable, o.id)
+		delete(s.drains, o.id)
 		s.gone[o.id] = o.at
 	case kPrune:
 		for _, id := range o.pb.GetPrune().GetUnreachable() {
+			if s.status(id.GetValue()) == AgentUnreachable {
+				delete(s.drains, id.GetValue())
+			}
 			delete(s.unreachable, id.GetValue())
 		}
 		for _, id := range o.pb.GetPrune().GetGone() {
@@ -187,6 +204,8 @@ func (s *state) apply(o op) error {
 			return err
 		}
 		s.schedule, s.down = sched, down
+	case kDrain:
+		s.applyDrain(o.pb.GetUpdateDrain().GetDrain())
 	}
 	return nil
 }
@@ -203,7 +222,11 @@ func (s *state) clone() *state {
 		quotas:      make(map[string]*quotapb.QuotaConfig, len(s.quotas)),
 		schedule:    s.schedule,
 		down:        s.down, // replaced, never modified, by apply
+		drains:      make(map[string]*pb.AgentDrain, len(s.drains)),
 		version:     s.version,
+	}
+	for k, v := range s.drains {
+		c.drains[k] = v
 	}
 	for k, v := range s.agents {
 		c.agents[k] = v

@@ -48,11 +48,13 @@ func TestPingTimeout(t *testing.T) {
 }
 
 // TestPingKeepsAlive: a live server answers PINGs, and an idle stream
-// outlives many ping intervals.
+// outlives many ping intervals and more than one ping timeout (so
+// unanswered pings would have ended it). The timeout is 1s, not 100ms: a
+// pong delayed 100ms by a loaded machine failed the test for nothing.
 func TestPingKeepsAlive(t *testing.T) {
 	h := holdOpen
 	_, addr := startServer(t, h, 0)
-	tr := newTestTransport(t, Config{PingInterval: 10 * time.Millisecond, PingTimeout: 100 * time.Millisecond})
+	tr := newTestTransport(t, Config{PingInterval: 10 * time.Millisecond, PingTimeout: time.Second})
 	resp, err := tr.RoundTrip(post(t, context.Background(), "http://"+addr+"/", nil))
 	if err != nil {
 		t.Fatal(err)
@@ -61,7 +63,7 @@ func TestPingKeepsAlive(t *testing.T) {
 	select {
 	case r := <-readAsync(resp.Body, make([]byte, 10)):
 		t.Fatalf("idle stream ended: %d, %v", r.n, r.err)
-	case <-time.After(300 * time.Millisecond):
+	case <-time.After(1500 * time.Millisecond):
 	}
 }
 

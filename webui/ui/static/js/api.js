@@ -12,6 +12,9 @@ const ROUTES = Object.freeze({
   roles: "master/roles",
   slaves: "master/slaves", // reservations and volumes (the *_full resources)
   explain: "master/allocator/explain",
+  maintenanceSchedule: "master/maintenance/schedule",
+  maintenanceStatus: "master/maintenance/status",
+  operator: "master/api/v1", // v1 operator calls (POST, masterPost)
   // agent, on the agent's base URL
   agentState: "/slave(1)/state",
   filesBrowse: "/files/browse",
@@ -43,6 +46,23 @@ async function masterJSON(route, params) {
     const err = new Error(`GET /${url}: ${resp.status} ${resp.statusText}${body ? ": " + body : ""}`);
     err.status = resp.status;
     throw err;
+  }
+  return resp.json();
+}
+
+// masterPost makes a v1 operator call (JSON) on the master and returns the
+// decoded response.
+async function masterPost(route, call) {
+  let resp;
+  try {
+    resp = await fetch(route, {method: "POST", headers: {"Content-Type": "application/json", Accept: "application/json"},
+      body: JSON.stringify(call), cache: "no-store"});
+  } catch (e) {
+    throw new Error(`master unreachable (POST /${route}): ${e.message}`);
+  }
+  if (!resp.ok) {
+    const body = (await resp.text()).trim().slice(0, 300);
+    throw new Error(`POST /${route} ${call.type}: ${resp.status} ${resp.statusText}${body ? ": " + body : ""}`);
   }
   return resp.json();
 }

@@ -12,6 +12,7 @@ const ROUTE_TABLE = [
   [/^\/tasks$/, tasksView, "tasks"],
   [/^\/roles$/, rolesView, "roles"],
   [/^\/reservations$/, reservationsView, "reservations"],
+  [/^\/maintenance$/, maintenanceView, "maintenance"],
   [/^\/task\/([^/]+)\/([^/]+)\/([^/]+)$/, taskSandboxView, "tasks"],
   [/^\/sandbox\/([^/]+)$/, sandboxView, "tasks"],
 ];

@@ -65,6 +65,13 @@ const fmt = {
     if (d < 48 * 3600) return Math.floor(d / 3600) + "h ago";
     return Math.floor(d / 86400) + "d ago";
   },
+  // duration renders seconds as "8s", "1m30s", "2h".
+  duration(secs) {
+    if (!isFinite(secs) || secs < 0) return "–";
+    if (secs < 60) return fmt.num(secs) + "s";
+    const h = Math.floor(secs / 3600), m = Math.floor((secs % 3600) / 60), s = Math.round(secs % 60);
+    return (h ? h + "h" : "") + (m ? m + "m" : "") + (s ? s + "s" : "");
+  },
   // time renders a Mesos timestamp as local date and time.
   time(secs) {
     if (!secs) return "–";

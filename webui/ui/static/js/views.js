@@ -169,8 +169,10 @@ const overviewView = {
         return card(label + " allocated", `${f(used)} / ${f(total)}`, total ? fmt.pct(used / total) + " of the cluster" : "no agents", total ? used / total : 0);
       }));
       const agentsN = (s.slaves || []).length;
+      const draining = (s.slaves || []).filter((a) => a.drain_info && a.drain_info.state === "DRAINING").length;
       replace(counts,
-        card("Agents", `${s.activated_slaves} active`, `${agentsN} registered · ${s.deactivated_slaves} inactive · ${s.unreachable_slaves} unreachable`),
+        card("Agents", `${s.activated_slaves} active`, `${agentsN} registered · ${s.deactivated_slaves} inactive · ` +
+          (draining ? `${draining} draining · ` : "") + `${s.unreachable_slaves} unreachable`),
         card("Frameworks", `${m["master/frameworks_active"] ?? (s.frameworks || []).length} active`,
           `${(s.frameworks || []).length} registered · ${(s.completed_frameworks || []).length} completed`),
         card("Outstanding offers", fmt.num(m["master/outstanding_offers"] || 0), "offers frameworks have not answered yet"));
@@ -198,6 +200,35 @@ function hostPort(a) {
   return a.port ? `${a.hostname}:${a.port}` : a.hostname;
 }
 
+// agentStatus is an agent's status as an operator needs it: its drain
+// (DRAIN_AGENT: DRAINING until its tasks are gone, then DRAINED), an
+// operator's deactivation (DEACTIVATE_AGENT), or active/inactive.
+function agentStatus(a) {
+  const d = a.drain_info;
+  if (d && d.state) return d.state;
+  if (a.deactivated) return "deactivated";
+  return a.active ? "active" : "inactive";
+}
+
+function agentStatusPill(a) {
+  const s = agentStatus(a);
+  return el("span", {class: s === "active" ? "pill ok" : "pill warn", title: drainText(a) || null}, s.toLowerCase());
+}
+
+// drainText describes a drain's config: "max grace 8s · mark gone".
+function drainText(a) {
+  const c = a.drain_info && a.drain_info.config;
+  if (!c) return "";
+  const parts = [];
+  if (c.max_grace_period && typeof c.max_grace_period.nanoseconds === "number") {
+    parts.push("max grace " + fmt.duration(c.max_grace_period.nanoseconds / 1e9));
+  } else {
+    parts.push("tasks' own grace periods");
+  }
+  if (c.mark_gone) parts.push("mark gone when drained");
+  return parts.join(" · ");
+}
+
 function agentColumns(live) {
   return [
     {label: "Host", value: (a) => hostPort(a), render: (a) => link.agent(a.id, hostPort(a))},
@@ -206,7 +237,7 @@ function agentColumns(live) {
     {label: "Mem", num: true, value: (a) => scalar(a.used_resources, "mem"),
       render: (a) => usageCell(scalar(a.used_resources, "mem"), scalar(a.resources, "mem"), fmt.mem)},
     {label: "Tasks", num: true, value: (a) => (live() || {byAgent: {}}).byAgent[a.id] || 0},
-    {label: "Active", value: (a) => a.active, render: (a) => boolPill(a.active, "active", "inactive")},
+    {label: "Status", value: (a) => agentStatus(a), render: (a) => agentStatusPill(a)},
   ];
 }
 
@@ -374,7 +405,7 @@ const agentView = {
       replace(head, el("h1", {}, hostPort(a)), el("div", {class: "subtitle mono"}, id));
       const attrs = Object.entries(a.attributes || {}).map(([k, v]) => `${k}:${v}`).join(", ");
       replace(info, kv([
-        ["Status", a.active ? "active" : "inactive"], ["PID", a.pid], ["Version", a.version],
+        ["Status", agentStatus(a)], ["Drain", a.drain_info ? drainText(a) : null], ["PID", a.pid], ["Version", a.version],
         ["Registered", fmt.time(a.registered_time)], ["Re-registered", a.reregistered_time ? fmt.time(a.reregistered_time) : null],
         ["Attributes", attrs], ["Capabilities", (a.capabilities || []).join(", ")],
       ]));

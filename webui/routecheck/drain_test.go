@@ -1,0 +1,52 @@
+package routecheck
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"mezzo/master"
+)
+
+// An agent's page renders its drain (in node over testdata/dom.js) from a
+// real master's /master/state: the agent drained with DRAIN_AGENT (no
+// task, so DRAINED at once) shows its state and the drain's config, and
+// the reservations page still renders around it.
+func TestDrainedAgentRenders(t *testing.T) {
+	nodeBin, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed: the pages are not rendered")
+	}
+	m, mux, id := masterWithAgent(t, "cpus:4;mem:1024")
+	grace := 8 * time.Second
+	if err := m.DrainAgent(context.Background(), master.Principal{}, id, &grace, false); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "state.json"), get(t, mux, "/master/state"), 0o644)
+	os.WriteFile(filepath.Join(dir, "slaves.json"), get(t, mux, "/master/slaves"), 0o644)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, nodeBin, filepath.Join("testdata", "render.js"), dir).Output()
+	if err != nil {
+		var stderr string
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		t.Fatalf("node: %v\n%s", err, stderr)
+	}
+	var pages struct{ Agent string }
+	if err := json.Unmarshal(out, &pages); err != nil {
+		t.Fatalf("node's output %q: %v", out, err)
+	}
+	for _, want := range []string{"Status", "DRAINED", "max grace 8s"} {
+		if !strings.Contains(pages.Agent, want) {
+			t.Errorf("the agent's page lacks %q:\n%s", want, pages.Agent)
+		}
+	}
+}
