@@ -27,9 +27,10 @@ type client struct {
 }
 
 // inOrder returns the masters to try: with several, the leader first.
-// Read endpoints (/master/state-summary, /master/slaves, …) are answered
-// by every master from its own view, and a follower's lists no agents or
-// frameworks, so reads must reach the leader: the first master that
+// Reads must reach the leader, whose view holds the agents, frameworks and
+// tasks: mezzo's followers (and Mesos's) answer them with 307 to it, but a
+// master of an older mezzo answered from its own empty view, and asking
+// the leader first saves a redirect per request. The first master that
 // answers /master/redirect names it (307 to "//host:port"). Without an
 // answer (unreachable, 503 during an election, a master without the
 // endpoint) the order is the one given.
@@ -103,8 +104,14 @@ func (c *client) do(method, path string, body []byte, contentType string, v any)
 		}
 		return nil
 	}
-	return errors.New(strings.Join(errs, "; "))
+	return unreachableError{errors.New(strings.Join(errs, "; "))}
 }
+
+// unreachableError is no master answering (or none knowing a leader):
+// commands exit with ExitUnreachable.
+type unreachableError struct{ error }
+
+func (e unreachableError) Unwrap() error { return e.error }
 
 // getAgentJSON GETs path from an agent. who names the agent in errors.
 func (c *client) getAgentJSON(addr, who, path string, v any) error {

@@ -3,7 +3,7 @@ package cli
 import "fmt"
 
 var agentsSpec = spec{
-	summary: "list agents (ID, HOSTNAME, CPUS used/total, MEM used/total, TASKS, ACTIVE, DRAIN); drain, deactivate or reactivate one (operator DRAIN_AGENT, DEACTIVATE_AGENT, REACTIVATE_AGENT)",
+	summary: "list agents (ID, HOSTNAME, CPUS used/total, MEM used/total, TASKS, ACTIVE, DRAIN; -o wide adds ADDRESS, DISK, GPUS); drain, deactivate or reactivate one (operator DRAIN_AGENT, DEACTIVATE_AGENT, REACTIVATE_AGENT)",
 	usage:   " [drain|deactivate|reactivate AGENT_ID]",
 	maxargs: 2,
 	setup:   drainFlags,
@@ -25,6 +25,8 @@ type agentRow struct {
 	// /master/slaves, as Mesos's deactivated and drain_info.state.
 	Deactivated bool   `json:"deactivated"`
 	Drain       string `json:"drain,omitempty"`
+
+	diskUsed, diskTotal, gpusUsed, gpusTotal float64 // -o wide
 }
 
 func runAgents(e *env, c *invocation) error {
@@ -49,17 +51,37 @@ func runAgents(e *env, c *invocation) error {
 			CPUsUsed: a.UsedResources.scalar("cpus"), CPUsTotal: a.Resources.scalar("cpus"),
 			MemUsed: a.UsedResources.scalar("mem"), MemTotal: a.Resources.scalar("mem"),
 			Tasks: a.live(), Active: a.Active, Deactivated: d.Deactivated, Drain: d.DrainInfo.State,
+			diskUsed: a.UsedResources.scalar("disk"), diskTotal: a.Resources.scalar("disk"),
+			gpusUsed: a.UsedResources.scalar("gpus"), gpusTotal: a.Resources.scalar("gpus"),
 		})
+	}
+	if c.output == "name" {
+		for _, r := range rows {
+			fmt.Fprintln(c.stdout, r.ID)
+		}
+		return nil
 	}
 	if c.json {
 		return writeJSON(c.stdout, rows)
 	}
+	header := []string{"ID", "HOSTNAME", "CPUS", "MEM", "TASKS", "ACTIVE", "DRAIN"}
+	if c.output == "wide" {
+		header = append(header, "ADDRESS", "DISK", "GPUS")
+	}
 	lines := make([][]string, 0, len(rows))
 	for _, r := range rows {
-		lines = append(lines, []string{r.ID, r.Hostname,
+		line := []string{r.ID, r.Hostname,
 			num(r.CPUsUsed) + "/" + num(r.CPUsTotal),
 			mem(r.MemUsed) + "/" + mem(r.MemTotal),
-			fmt.Sprint(r.Tasks), yesNo(r.Active), drainColumn(r)})
+			fmt.Sprint(r.Tasks), yesNo(r.Active), drainColumn(r)}
+		if c.output == "wide" {
+			addr, err := agentAddr(r.PID)
+			if err != nil {
+				addr = "-"
+			}
+			line = append(line, addr, mem(r.diskUsed)+"/"+mem(r.diskTotal), num(r.gpusUsed)+"/"+num(r.gpusTotal))
+		}
+		lines = append(lines, line)
 	}
-	return table(c.stdout, []string{"ID", "HOSTNAME", "CPUS", "MEM", "TASKS", "ACTIVE", "DRAIN"}, lines)
+	return table(c.stdout, header, lines)
 }

@@ -8,7 +8,7 @@ import (
 )
 
 var explainSpec = spec{
-	summary: "say why a framework gets no offers (from /master/allocator/explain)",
+	summary: "say why a framework gets no offers, or that what it waits for fits no agent (from /master/allocator/explain)",
 	usage:   " FRAMEWORK_ID",
 	nargs:   1,
 	run:     runExplain,
@@ -67,7 +67,10 @@ func explainText(ex explanation, now time.Time) string {
 		}
 		// The allocator's own message says the same as the sentence; it is
 		// printed only for a reason this CLI does not know (a newer master).
-		if s, ok := reasonSentences[r.Reason]; ok {
+		if r.Reason == "NO_AGENT_FITS" && r.Message != "" {
+			// The allocator's message names the cluster's largest totals.
+			fmt.Fprintf(&b, "  %s.\n", upperFirst(strings.TrimSuffix(r.Message, ".")))
+		} else if s, ok := reasonSentences[r.Reason]; ok {
 			fmt.Fprintf(&b, "  %s\n", s)
 		} else if r.Message != "" {
 			fmt.Fprintf(&b, "  The allocator says: %s.\n", strings.TrimSuffix(r.Message, "."))
@@ -84,8 +87,11 @@ func explainText(ex explanation, now time.Time) string {
 
 // reasonTitle is the one-line verdict for a reason.
 func reasonTitle(reason string) string {
-	if reason == "ELIGIBLE" {
+	switch reason {
+	case "ELIGIBLE":
 		return "offers are possible (ELIGIBLE)"
+	case "NO_AGENT_FITS":
+		return "what it waits for fits no agent (NO_AGENT_FITS)"
 	}
 	return "no offers (" + reason + ")"
 }

@@ -56,6 +56,12 @@ func runFrameworks(e *env, c *invocation) error {
 			add(f, true)
 		}
 	}
+	if c.output == "name" {
+		for _, r := range rows {
+			fmt.Fprintln(c.stdout, r.ID)
+		}
+		return nil
+	}
 	if c.json {
 		return writeJSON(c.stdout, rows)
 	}

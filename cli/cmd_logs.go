@@ -4,8 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"net/url"
-	"sort"
-	"strings"
 	"time"
 )
 
@@ -104,30 +102,10 @@ func runLogs(e *env, c *invocation) error {
 // locateSandbox finds the task through /master/tasks, its agent through
 // /master/slaves and the executor's directory through the agent's /state.
 func locateSandbox(c *invocation, taskID, frameworkID string) (*sandbox, error) {
-	q := url.Values{"task_id": {taskID}, "limit": {allTasksLimit}}
-	if frameworkID != "" {
-		q.Set("framework_id", frameworkID)
-	}
-	var doc tasksDoc
-	if err := c.master.getJSON("/master/tasks?"+q.Encode(), &doc); err != nil {
+	t, err := findTask(c, taskID, frameworkID)
+	if err != nil {
 		return nil, err
 	}
-	if len(doc.Tasks) == 0 {
-		return nil, fmt.Errorf("the master knows no task %q (a completed task leaves the master's bounded history eventually)", taskID)
-	}
-	fws := map[string]bool{}
-	for _, t := range doc.Tasks {
-		fws[t.FrameworkID] = true
-	}
-	if len(fws) > 1 {
-		ids := make([]string, 0, len(fws))
-		for id := range fws {
-			ids = append(ids, id)
-		}
-		sort.Strings(ids)
-		return nil, usageError{fmt.Errorf("task ID %q is used by frameworks %s: pass --framework", taskID, strings.Join(ids, ", "))}
-	}
-	t := doc.Tasks[0]
 	var agents agentsDoc
 	if err := c.master.getJSON("/master/slaves?"+url.Values{"slave_id": {t.SlaveID}}.Encode(), &agents); err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -13,9 +14,17 @@ import (
 	"mezzo/internal/flagenv"
 )
 
+// Exit codes of every operator command, for scripts (docs/cli.md).
+const (
+	ExitOK          = 0 // done
+	ExitFailed      = 1 // the master (or agent) refused, or what was named does not exist
+	ExitUsage       = 2 // bad flags or arguments; nothing was sent
+	ExitUnreachable = 3 // no master could be reached, or none knows a leader
+)
+
 // Command is one operator subcommand: a one-line summary for the binary's
 // usage text and its entry point, which returns the process exit code
-// (0 success, 1 failure, 2 bad usage).
+// (ExitOK, ExitFailed, ExitUsage or ExitUnreachable).
 type Command struct {
 	Summary string
 	Run     func(args []string, stdout, stderr io.Writer) int
@@ -58,7 +67,8 @@ type invocation struct {
 	args   []string
 	opts   any
 	master *client
-	json   bool
+	json   bool   // -o json (or --json)
+	output string // "table", "wide", "json" or "name"
 	stdout io.Writer
 	stderr io.Writer
 }
@@ -76,6 +86,8 @@ func (e *env) commands() map[string]Command {
 		"unreserve":   unreserveSpec,
 		"volumes":     volumesSpec,
 		"maintenance": maintenanceSpec,
+		"kill":        killSpec,
+		"describe":    describeSpec,
 	}
 	out := make(map[string]Command, len(specs))
 	for name, s := range specs {
@@ -97,7 +109,10 @@ func (e *env) run(name string, s spec, args []string, stdout, stderr io.Writer) 
 	fs := flag.NewFlagSet("mezzo "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	masters := fs.String("master", DefaultMaster, "master address(es), host:port[,host:port]; redirects lead to the leader")
-	asJSON := fs.Bool("json", false, "print JSON instead of a table")
+	asJSON := fs.Bool("json", false, "print JSON instead of a table (the same as -o json)")
+	var output string
+	fs.StringVar(&output, "o", "", "output format: table (default), wide (more columns), json, or name (IDs only, where a command lists things)")
+	fs.StringVar(&output, "output", "", "the same as -o")
 	timeout := fs.Duration("timeout", DefaultTimeout, "timeout of each HTTP request")
 	var opts any
 	if s.setup != nil {
@@ -119,6 +134,17 @@ func (e *env) run(name string, s spec, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stderr, "mezzo %s: expecting %d argument(s)%s, got %d\n", name, s.nargs, s.usage, len(pos))
 		return 2
 	}
+	switch output {
+	case "":
+		output = "table"
+		if *asJSON {
+			output = "json"
+		}
+	case "table", "wide", "json", "name":
+	default:
+		fmt.Fprintf(stderr, "mezzo %s: -o=%q: expecting table, wide, json or name\n", name, output)
+		return ExitUsage
+	}
 	addrs, err := parseMasters(*masters)
 	if err != nil {
 		fmt.Fprintf(stderr, "mezzo %s: --master: %v\n", name, err)
@@ -127,7 +153,7 @@ func (e *env) run(name string, s spec, args []string, stdout, stderr io.Writer) 
 	hc := *e.http
 	hc.Timeout = *timeout
 	inv := &invocation{
-		name: name, args: pos, opts: opts, json: *asJSON,
+		name: name, args: pos, opts: opts, json: output == "json", output: output,
 		master: &client{masters: addrs, http: &hc},
 		stdout: stdout, stderr: stderr,
 	}
@@ -137,9 +163,13 @@ func (e *env) run(name string, s spec, args []string, stdout, stderr io.Writer) 
 			return 2
 		}
 		fmt.Fprintf(stderr, "mezzo %s: %v\n", name, err)
-		return 1
+		var ue unreachableError
+		if errors.As(err, &ue) {
+			return ExitUnreachable
+		}
+		return ExitFailed
 	}
-	return 0
+	return ExitOK
 }
 
 // usageError is a bad flag value found after parsing (exit code 2).

@@ -87,8 +87,10 @@ func TestCommandJSON(t *testing.T) {
 		want string
 	}{
 		{[]string{"tasks", "--all", "--framework=m1-0000"}, `[
-			{"id":"t-run","name":"task t-run","framework_id":"m1-0000","agent_id":"m1-S0","state":"TASK_RUNNING","role":"web","cpus":1,"mem":128,"started":1700000100.5},
-			{"id":"t-done","name":"task t-done","framework_id":"m1-0000","agent_id":"m1-S0","state":"TASK_FINISHED","role":"web","cpus":0.5,"mem":0,"started":1700000050}]`},
+			{"id":"t-run","name":"task t-run","framework_id":"m1-0000","agent_id":"m1-S0","state":"TASK_RUNNING","role":"web","cpus":1,"mem":128,"started":1700000100.5,
+			 "source":"SOURCE_EXECUTOR","healthy":false,"message":"health check failed: exit 1"},
+			{"id":"t-done","name":"task t-done","framework_id":"m1-0000","agent_id":"m1-S0","state":"TASK_FINISHED","role":"web","cpus":0.5,"mem":0,"started":1700000050,
+			 "source":"SOURCE_EXECUTOR","message":"Command exited with status 0"}]`},
 		{[]string{"tasks", "--state=TASK_LOST"}, `[]`},
 		{[]string{"agents"}, `[
 			{"id":"m1-S0","hostname":"agent1.example","pid":"slave(1)@10.0.0.1:5051","cpus_used":1,"cpus_total":5,"mem_used":128,"mem_total":1280,"tasks":1,"active":true,"deactivated":false},
@@ -166,7 +168,7 @@ func TestUsageAndErrors(t *testing.T) {
 		{"bad flag", []string{"agents", "--bogus"}, 2, "flag provided but not defined: -bogus"},
 		{"zookeeper master", []string{"agents", "--master=zk://a:2181/mesos"}, 2, "ZooKeeper addresses are not supported"},
 		{"master without port", []string{"agents", "--master=localhost"}, 2, `"localhost": expecting host:port`},
-		{"connection refused names the master", []string{"agents", "--master=" + dead}, 1, "master " + dead + ": connection refused"},
+		{"connection refused names the master", []string{"agents", "--master=" + dead}, ExitUnreachable, "master " + dead + ": connection refused"},
 		{"unknown framework", []string{"explain", "--master=" + m.addr(), "nope"}, 1,
 			"master " + m.addr() + ": GET /master/allocator/explain?framework_id=nope: 404 Not Found: No framework found with specified ID"},
 		{"help", []string{"tasks", "--help"}, 0, "Usage: mezzo tasks [flags]"},
@@ -218,7 +220,7 @@ func TestMastersFailoverAndRedirect(t *testing.T) {
 		e, _ := testEnv()
 		code, _, errs := run(e, "agents", "--master="+dead+","+host(electing))
 		want := "master " + dead + ": connection refused; master " + host(electing) + ": GET /master/state-summary: 503 Service Unavailable: No leader elected"
-		if code != 1 || !strings.Contains(errs, want) {
+		if code != ExitUnreachable || !strings.Contains(errs, want) {
 			t.Errorf("exit %d stderr %q, want %q", code, errs, want)
 		}
 	})
@@ -253,7 +255,7 @@ func TestMastersFailoverAndRedirect(t *testing.T) {
 		e, _ := testEnv()
 		code, _, errs := run(e, "agents", "--master="+host(bad))
 		want := "master " + host(bad) + ": connection refused (redirected to " + dead + ")"
-		if code != 1 || !strings.Contains(errs, want) {
+		if code != ExitUnreachable || !strings.Contains(errs, want) {
 			t.Errorf("exit %d stderr %q, want %q", code, errs, want)
 		}
 	})
@@ -274,7 +276,7 @@ func TestMasterFromEnvironmentAndInterspersedFlags(t *testing.T) {
 	}
 	// The command line wins over the environment.
 	code, _, errs = run(e, "agents", "--master="+deadAddr(t))
-	if code != 1 || !strings.Contains(errs, "connection refused") {
+	if code != ExitUnreachable || !strings.Contains(errs, "connection refused") {
 		t.Errorf("--master did not win over MESOS_MASTER: %d %q", code, errs)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -44,10 +45,18 @@ type fakeMaster struct {
 	mu        sync.Mutex
 	requests  []string
 	teardowns []string
+	kills     []string
+	// latest adds to a task's latest status in GET_TASKS what the classic
+	// endpoints leave out (message, reason, source, healthy), by task ID.
+	latest map[string]map[string]any
 }
 
 func newFakeMaster(t *testing.T) *fakeMaster {
-	f := &fakeMaster{t: t, state: goldenState(t)}
+	f := &fakeMaster{t: t, state: goldenState(t), latest: map[string]map[string]any{
+		"t-run":  {"source": "SOURCE_EXECUTOR", "healthy": false, "message": "health check failed: exit 1"},
+		"t-done": {"source": "SOURCE_EXECUTOR", "message": "Command exited with status 0"},
+		"t-old":  {"source": "SOURCE_MASTER", "reason": "REASON_FRAMEWORK_REMOVED", "message": "Framework removed"},
+	}}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	return f
@@ -145,15 +154,28 @@ func (f *fakeMaster) serve(w http.ResponseWriter, r *http.Request) {
 		switch q.Get("framework_id") {
 		case "m1-0000":
 			out = json.RawMessage(goldenExplain)
+		case "m1-0009":
+			out = json.RawMessage(noAgentFitsExplain)
 		default:
 			http.Error(w, "No framework found with specified ID", http.StatusNotFound)
 			return
 		}
+	case "/master/kill-task":
+		body, _ := io.ReadAll(r.Body)
+		form, _ := url.ParseQuery(string(body))
+		f.mu.Lock()
+		f.kills = append(f.kills, form.Get("frameworkId")+" "+form.Get("taskId"))
+		f.mu.Unlock()
+		return
 	case "/api/v1":
 		body, _ := io.ReadAll(r.Body)
 		if r.Method != http.MethodPost || r.Header.Get("Content-Type") != "application/json" {
 			http.Error(w, "bad call", http.StatusBadRequest)
 			return
+		}
+		if strings.Contains(string(body), `"GET_TASKS"`) {
+			out = f.getTasks()
+			break
 		}
 		f.mu.Lock()
 		f.teardowns = append(f.teardowns, string(body))
@@ -166,6 +188,40 @@ func (f *fakeMaster) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(out)
+}
+
+// getTasks answers GET_TASKS from the golden state, in the v1 JSON form,
+// the latest status enriched from f.latest.
+func (f *fakeMaster) getTasks() any {
+	groups := map[string][]any{"tasks": {}, "completed_tasks": {}}
+	for _, key := range []string{"frameworks", "completed_frameworks"} {
+		for _, fw := range list(f.state[key]) {
+			fw := fw.(map[string]any)
+			for _, group := range []string{"tasks", "completed_tasks"} {
+				for _, tk := range list(fw[group]) {
+					tk := tk.(map[string]any)
+					var statuses []any
+					for i, st := range list(tk["statuses"]) {
+						st := st.(map[string]any)
+						v1 := map[string]any{"task_id": map[string]any{"value": tk["id"]}, "state": st["state"], "timestamp": st["timestamp"]}
+						if i == len(list(tk["statuses"]))-1 {
+							for k, v := range f.latest[tk["id"].(string)] {
+								v1[k] = v
+							}
+						}
+						statuses = append(statuses, v1)
+					}
+					groups[group] = append(groups[group], map[string]any{
+						"task_id": map[string]any{"value": tk["id"]}, "name": tk["name"],
+						"framework_id": map[string]any{"value": tk["framework_id"]},
+						"agent_id":     map[string]any{"value": tk["slave_id"]},
+						"state":        tk["state"], "statuses": statuses,
+					})
+				}
+			}
+		}
+	}
+	return map[string]any{"type": "GET_TASKS", "get_tasks": groups}
 }
 
 const goldenRoles = `{"roles": [
@@ -186,6 +242,11 @@ const goldenExplain = `{"framework_id": "m1-0000", "active": true, "last_offer":
  "roles": [{"role": "web", "reason": "FILTERED",
   "message": "the framework declined these resources with a filter (refuse_seconds) that has not expired; REVIVE clears it (1 of 1 active agents)",
   "agents": {"eligible": 0, "nothing_free": 0, "over_quota_limit": 0, "below_min_allocatable": 0, "gpu_agent": 0, "filtered": 1}}]}`
+
+const noAgentFitsExplain = `{"framework_id": "m1-0009", "active": true, "last_offer": 1700000150.0,
+ "roles": [{"role": "*", "reason": "NO_AGENT_FITS",
+  "message": "the framework declined offers holding everything of agents at least as large as each of the 2 it may use: if it waits for resources, what it needs fits no agent of the cluster, whose largest totals are cpus:2;mem:1024; add a larger agent or ask for less (a framework with nothing to launch should SUPPRESS)",
+  "agents": {"eligible": 2, "nothing_free": 0, "over_quota_limit": 0, "below_min_allocatable": 0, "gpu_agent": 0, "filtered": 0}}]}`
 
 // fakeAgent serves an agent's /slave(1)/state and /files/read over
 // in-memory files, with /files/read's offset and length rules (offset -1

@@ -48,7 +48,7 @@ func TestCompatExampleScheduler(t *testing.T) {
 func TestCompatAgentOperatorAPI(t *testing.T) {
 	ops := compatBinary(t, "./agentops")
 	c := startLocal(t, 1)
-	code, out := runCmd(t, 60*time.Second, mezzoBin, "run", "--master="+c.addr, "--name=compat-task", "--", "/bin/echo", "compat-marker")
+	code, out := runCmd(t, 60*time.Second, mezzoBin, "run", "--master="+c.addr, "--name=compat-task", "--task_id=compat-task", "--", "/bin/echo", "compat-marker")
 	if code != 0 {
 		t.Fatalf("mezzo run: exit %d:\n%s", code, out)
 	}

@@ -58,7 +58,7 @@ func get404(t *testing.T, url string) string {
 // what was not found; the new metrics are there and have moved.
 func TestOperatorAPIOfARealCluster(t *testing.T) {
 	c := startLocal(t, 1)
-	code, out := runCmd(t, 60*time.Second, mezzoBin, "run", "--master="+c.addr, "--name=ops-task", "--", "/bin/echo", "ops-marker")
+	code, out := runCmd(t, 60*time.Second, mezzoBin, "run", "--master="+c.addr, "--name=ops-task", "--task_id=ops-task", "--", "/bin/echo", "ops-marker")
 	if code != 0 {
 		t.Fatalf("mezzo run: exit %d:\n%s", code, out)
 	}

@@ -3,6 +3,7 @@ package master
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -10,6 +11,7 @@ import (
 	"mezzo/api/masterpb"
 	"mezzo/api/mesos"
 	"mezzo/api/quotapb"
+	"mezzo/api/schedulerpb"
 	"mezzo/internal/timerstat"
 	"mezzo/master/allocator"
 )
@@ -110,6 +112,36 @@ func (m *Master) Teardown(ctx context.Context, p Principal, frameworkID string) 
 			return badRequest("No framework found with specified ID")
 		}
 		s.removeFramework(fw, now)
+		return nil
+	})
+}
+
+// KillTask kills a task on the operator's behalf, as its framework's KILL
+// call would: the agent gets KILL_TASK with the task's own kill policy and
+// the framework sees the usual TASK_KILLING/TASK_KILLED updates. Mesos's
+// operator API has no such call (mezzo's `POST /master/kill-task` is an
+// extension). An unknown framework or task is a 404; a task that already
+// ended, or whose agent is gone, a 409.
+func (m *Master) KillTask(ctx context.Context, p Principal, frameworkID, taskID string) error {
+	return m.leaderCall(ctx, func(s *state, now time.Time) error {
+		fw := s.frameworks[frameworkID]
+		if fw == nil {
+			return &APIError{Status: http.StatusNotFound, Message: fmt.Sprintf("No framework %s is registered", frameworkID)}
+		}
+		t := fw.tasks[taskID]
+		if t == nil {
+			if fw.unreachableTasks[taskID] != nil {
+				return &APIError{Status: http.StatusConflict, Message: fmt.Sprintf("Task %s is on an unreachable agent", taskID)}
+			}
+			return &APIError{Status: http.StatusNotFound, Message: fmt.Sprintf("Framework %s has no live task %s", frameworkID, taskID)}
+		}
+		if mesos.IsTerminal(t.proto.GetState()) {
+			return &APIError{Status: http.StatusConflict, Message: fmt.Sprintf("Task %s already ended (%s)", taskID, t.proto.GetState())}
+		}
+		if a := s.agents[t.agentID]; a == nil {
+			return &APIError{Status: http.StatusConflict, Message: fmt.Sprintf("Task %s's agent %s is not registered", taskID, t.agentID)}
+		}
+		s.kill(fw, &schedulerpb.Call_Kill{TaskId: t.proto.GetTaskId(), AgentId: t.proto.GetAgentId()}, now)
 		return nil
 	})
 }

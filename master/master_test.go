@@ -2,8 +2,10 @@ package master
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
+	"net/http"
 	"testing"
 	"time"
 
@@ -118,6 +120,28 @@ func TestMasterLoopEndToEnd(t *testing.T) {
 	}
 	if ev := recvEvent(t, events); ev.GetType() != masterpb.Event_TASK_UPDATED || ev.GetTaskUpdated().GetState() != mesos.TaskState_TASK_RUNNING {
 		t.Fatalf("operator event %v", ev)
+	}
+
+	// The operator kills a task as its framework's KILL would: the agent
+	// is told (mezzo's /master/kill-task; `mezzo kill`).
+	for _, bad := range []struct{ fw, task string }{{"nope", "t1"}, {fst.FrameworkID(), "nope"}} {
+		var ae *APIError
+		if err := m.KillTask(context.Background(), Principal{}, bad.fw, bad.task); !errors.As(err, &ae) || ae.Status != http.StatusNotFound {
+			t.Errorf("KillTask(%s, %s) = %v, want 404", bad.fw, bad.task, err)
+		}
+	}
+	if err := m.KillTask(context.Background(), Principal{}, fst.FrameworkID(), "t1"); err != nil {
+		t.Fatal(err)
+	}
+	killed := false
+	for !killed {
+		aevs, ended := next(t, ast.Ready(), ast.Drain)
+		for _, ev := range aevs {
+			killed = killed || (ev.GetType() == protocol.AgentEvent_KILL_TASK && ev.GetKillTask().GetTaskId().GetValue() == "t1")
+		}
+		if ended {
+			t.Fatal("agent stream ended before KILL_TASK")
+		}
 	}
 
 	if err := m.Teardown(context.Background(), Principal{}, "nope"); err == nil {

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"mezzo/cli"
 	"mezzo/frameworks/run"
 	"mezzo/replog"
 )
@@ -29,6 +30,7 @@ func runLocal(args []string, stdout, stderr io.Writer) int {
 	af := addAgentFlags(fs, false)
 	agents := fs.Int("agents", 1, "number of agents")
 	runResources := fs.String("run_resources", "cpus:0.1;mem:32", "resources for the command given after --")
+	stream := fs.Bool("stream", true, "with a command: print its stdout and stderr here (status lines go to stderr); --stream=false prints only status lines")
 	if code := parseFlags(fs, args); code >= 0 {
 		return code
 	}
@@ -101,20 +103,32 @@ func runLocal(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mezzo local: %v\n", err)
 		return 1
 	}
+	// With a command, stdout is the task's: the cluster's address goes to
+	// stderr.
+	banner := stdout
+	if len(command) > 0 {
+		banner = stderr
+	}
 	if len(masters) == 1 {
-		fmt.Fprintf(stdout, "mezzo local: master at http://%s with %d agent(s); work dir %s\n", masterAddr, *agents, dir)
+		fmt.Fprintf(banner, "mezzo local: master at http://%s with %d agent(s); work dir %s\n", masterAddr, *agents, dir)
 	} else {
-		fmt.Fprintf(stdout, "mezzo local: %d masters at %s (leader http://%s) with %d agent(s); work dir %s\n",
+		fmt.Fprintf(banner, "mezzo local: %d masters at %s (leader http://%s) with %d agent(s); work dir %s\n",
 			len(masters), masterAddr, leader.addr(), *agents, dir)
 	}
 
 	if len(command) > 0 {
-		code, err := run.Run(ctx, run.Options{
+		opts := run.Options{
 			Masters:   addrs,
 			Command:   command,
 			Resources: *runResources,
-			Out:       stdout,
-		})
+			Out:       stderr,
+			Log:       stderr,
+			Output:    &cli.TaskOutput{Masters: addrs, Stdout: stdout, Stderr: stderr},
+		}
+		if !*stream {
+			opts.Out, opts.Output = stdout, nil
+		}
+		code, err := run.Run(ctx, opts)
 		if err != nil {
 			fmt.Fprintf(stderr, "mezzo local: run: %v\n", err)
 		}

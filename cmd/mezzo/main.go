@@ -33,6 +33,11 @@ var commands = map[string]subcommand{
 }
 
 func init() {
+	// completion reads the table it is part of.
+	commands["completion"] = subcommand{"print a shell completion script: completion bash|zsh", runCompletion}
+}
+
+func init() {
 	// The operator CLI's commands (tasks, agents, frameworks, roles,
 	// explain, logs, teardown, reserve, unreserve, volumes) talk to a
 	// master over HTTP.

@@ -1,48 +1,68 @@
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"time"
 
+	"mezzo/cli"
 	"mezzo/frameworks/run"
 )
 
 // runRun is `mezzo run [flags] -- CMD ARGS…` or `mezzo run --task=FILE
-// [flags]`: launch one task and follow it. Exit code 0 only on
-// TASK_FINISHED.
+// [flags]`: launch one task, stream its stdout and stderr here, and exit
+// with its exit code (frameworks/run/exitcode.go; docs/cli.md).
+//
+// Usage errors exit with run.ExitMezzo (125), not 2: 2 may be the task's.
 func runRun(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("run", stderr)
 	masters := fs.String("master", "127.0.0.1:5050", "the master(s): host:port[,host:port...]")
 	resources := fs.String("resources", "cpus:0.1;mem:32", "resources for the task, Mesos syntax")
-	name := fs.String("name", "mezzo-run", "framework and task name")
+	name := fs.String("name", "mezzo-run", "framework and task name; the task ID is the name with a random suffix")
+	taskID := fs.String("task_id", "", "the task's ID instead of a generated one (also over a task file's task_id)")
 	role := fs.String("role", "*", "role the framework subscribes with; resources reserved to it are used too")
 	taskFile := fs.String("task", "", "the TaskInfo to launch, in JSON: a file's path (or file:///path) or the JSON itself, as mesos-execute --task; replaces -- CMD, --resources and --shell")
 	shell := fs.Bool("shell", false, "run the command through /bin/sh -c (one argument)")
 	checkpoint := fs.Bool("checkpoint", false, "run under a checkpointing framework (survives agent restarts)")
+	var env envFlag
+	fs.Var(&env, "env", "environment variable for the command, NAME=VALUE (repeatable), or a JSON object as mesos-execute takes it")
+	dockerImage := fs.String("docker_image", "", "run the command in this Docker image (docker containerizer)")
+	stream := fs.Bool("stream", true, "print the task's stdout and stderr here while it runs (status lines go to stderr); --stream=false prints only status lines, on stdout")
 	timeout := durationFlag(fs, "timeout", 0, "give up after this long (0: never)")
 	if code := parseFlags(fs, args); code >= 0 {
+		if code != 0 {
+			return run.ExitMezzo
+		}
 		return code
 	}
 	opts := run.Options{
-		Masters:    strings.Split(*masters, ","),
-		Command:    fs.Args(),
-		Shell:      *shell,
-		Resources:  *resources,
-		Name:       *name,
-		Role:       *role,
-		Checkpoint: *checkpoint,
-		Out:        stdout,
-		Log:        stderr,
-		Timeout:    time.Duration(*timeout),
+		Masters:     strings.Split(*masters, ","),
+		Command:     fs.Args(),
+		Shell:       *shell,
+		Resources:   *resources,
+		Name:        *name,
+		Role:        *role,
+		TaskID:      *taskID,
+		Checkpoint:  *checkpoint,
+		Env:         env,
+		DockerImage: *dockerImage,
+		Out:         stdout,
+		Log:         stderr,
+		Timeout:     time.Duration(*timeout),
+	}
+	if *stream {
+		opts.Out = stderr
+		opts.Output = &cli.TaskOutput{Masters: opts.Masters, Stdout: stdout, Stderr: stderr}
 	}
 	if *taskFile != "" {
 		task, err := run.LoadTask(*taskFile)
 		if err != nil {
 			fmt.Fprintf(stderr, "mezzo run: --task: %v\n", err)
-			return 2
+			return run.ExitMezzo
 		}
 		opts.Task = task
 		// --resources has a default; only an explicit one conflicts.
@@ -51,7 +71,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		}
 	} else if len(opts.Command) == 0 {
 		fmt.Fprintln(stderr, "mezzo run: no command given; usage: mezzo run [flags] -- CMD ARGS... (or --task=FILE)")
-		return 2
+		return run.ExitMezzo
 	}
 	ctx, cancel := signalContext()
 	defer cancel()
@@ -68,4 +88,33 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 	set := false
 	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
 	return set
+}
+
+// envFlag collects --env: NAME=VALUE per use, or mesos-execute's JSON
+// object {"NAME":"VALUE",...}.
+type envFlag []string
+
+func (e *envFlag) String() string { return strings.Join(*e, ",") }
+
+func (e *envFlag) Set(v string) error {
+	if strings.HasPrefix(strings.TrimSpace(v), "{") {
+		var m map[string]string
+		if err := json.Unmarshal([]byte(v), &m); err != nil {
+			return fmt.Errorf("expecting a JSON object of strings: %v", err)
+		}
+		names := make([]string, 0, len(m))
+		for k := range m {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			*e = append(*e, k+"="+m[k])
+		}
+		return nil
+	}
+	if i := strings.IndexByte(v, '='); i <= 0 {
+		return fmt.Errorf("%q: expecting NAME=VALUE", v)
+	}
+	*e = append(*e, v)
+	return nil
 }

@@ -8,14 +8,19 @@
 //     RESERVATION_REFINEMENT, so offers carry the reservations[] format)
 //     through package scheduler;
 //  2. waits for an offer that contains the requested resources (unreserved,
-//     or reserved to the framework's role) and launches exactly one command
-//     task on it, declining every other offer for an hour and then
-//     suppressing offers: it needs no more;
+//     or reserved to the framework's role), saying why while none fits
+//     (waiting.go: "no agent has cpus:5; largest is cpus:2"), and launches
+//     exactly one command task on it, its ID the name and a random suffix,
+//     declining every other offer for an hour and then suppressing offers:
+//     it needs no more;
 //  3. prints one line per status update of its task to Options.Out (format
-//     below) and acknowledges each update that carries a uuid;
-//  4. on a terminal state tears the framework down and returns the exit
-//     code: 0 for TASK_FINISHED, 1 for any other end (or a timeout), 2 for a
-//     usage error or when the cluster cannot be reached or drops us.
+//     below), acknowledges each update that carries a uuid, and once the
+//     task runs follows its stdout and stderr through Options.Output
+//     (output.go);
+//  4. on a terminal state reads the rest of the output, tears the framework
+//     down and returns the exit code of exitcode.go: the task's own exit
+//     status, or one of mezzo's (124 timeout, 125 mezzo failed, 126 lost,
+//     130 interrupted, 137 killed).
 //
 // A status line reads (bracketed parts only when the update has them):
 //

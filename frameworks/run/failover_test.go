@@ -17,7 +17,7 @@ import (
 func startHA(t *testing.T, clk *clock.Fake, ms ...*schedulertest.Master) (<-chan result, *syncBuffer) {
 	t.Helper()
 	out := &syncBuffer{}
-	opts := run.Options{Command: []string{"true"}, User: "alice", Out: out, Clock: clk}
+	opts := run.Options{Command: []string{"true"}, TaskID: "mezzo-run", User: "alice", Out: out, Clock: clk}
 	for _, m := range ms {
 		opts.Masters = append(opts.Masters, m.Addr())
 	}

@@ -1,7 +1,10 @@
 package run
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -24,13 +27,6 @@ const (
 	DeclineSeconds = 3600
 )
 
-// Exit codes returned by Run.
-const (
-	ExitFinished = 0 // the task reached TASK_FINISHED
-	ExitFailed   = 1 // the task ended in another terminal state, or timed out
-	ExitUsage    = 2 // bad options, or the cluster could not be reached
-)
-
 // Options says what to run and where.
 type Options struct {
 	// Masters are the masters' "host:port" addresses.
@@ -49,10 +45,22 @@ type Options struct {
 	// given on the first offer holding its resources, with agent_id set
 	// from the offer and name and task_id defaulting to Name and TaskID.
 	Task *mesos.TaskInfo
-	// Name of the framework's task and of the task id (default "mezzo-run").
+	// Name of the framework and of the task (default "mezzo-run").
 	Name string
-	// TaskID overrides the task id (default: Name, as mesos-execute does).
+	// TaskID overrides the task id. The default is Name followed by a
+	// random suffix ("mezzo-run-3f9c2a1b"), so two runs never collide
+	// (mesos-execute uses the name itself, which made every second run of
+	// the same command a duplicate).
 	TaskID string
+	// Env adds environment variables to the command, "NAME=VALUE" each
+	// (mesos-execute --env gives them as a JSON object).
+	Env []string
+	// DockerImage runs the command in this image under the docker
+	// containerizer (mesos-execute --docker_image).
+	DockerImage string
+	// Output, when set, follows the task's stdout and stderr from the
+	// moment it runs until it ends (see Output).
+	Output Output
 	// Role the framework subscribes with (default "*").
 	Role string
 	// User the task runs as (default: the current user).
@@ -62,7 +70,8 @@ type Options struct {
 	Checkpoint bool
 	// Codec for the scheduler API (default protobuf).
 	Codec codec.MediaType
-	// Out receives the status lines (default os.Stdout).
+	// Out receives the status lines (default os.Stdout). With Output set,
+	// callers usually send them to stderr, leaving stdout to the task.
 	Out io.Writer
 	// Log receives progress notes (subscribed, launching); default none.
 	Log io.Writer
@@ -99,7 +108,15 @@ func (o *Options) validate() error {
 		o.TaskID = o.Task.GetTaskId().GetValue()
 	}
 	if o.TaskID == "" {
-		o.TaskID = o.Name
+		o.TaskID = o.Name + "-" + randomSuffix()
+	}
+	for _, kv := range o.Env {
+		if i := strings.IndexByte(kv, '='); i <= 0 {
+			return fmt.Errorf("environment variable %q: expecting NAME=VALUE", kv)
+		}
+	}
+	if o.Task != nil && (len(o.Env) > 0 || o.DockerImage != "") {
+		return errors.New("a task file carries its own environment and container; leave the env and docker image options out")
 	}
 	if o.Role == "" {
 		o.Role = DefaultRole
@@ -120,6 +137,13 @@ func (o *Options) validate() error {
 		o.Clock = clock.Real
 	}
 	return nil
+}
+
+// randomSuffix is 8 hex digits from crypto/rand.
+func randomSuffix() string {
+	var b [4]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 func currentUser() string {

@@ -20,10 +20,11 @@ import (
 const teardownTimeout = 10 * time.Second
 
 // Run runs opts.Command as one task on the cluster and follows it to a
-// terminal state. It returns ExitFinished (0) only for TASK_FINISHED,
-// ExitFailed (1) for any other terminal state, a timeout or cancellation,
-// and ExitUsage (2) with an error for bad options or when the masters cannot
-// be reached or reject the framework.
+// terminal state, streaming its output through opts.Output when set. It
+// returns the exit code of exitcode.go: the task's own exit status, or one
+// of mezzo's (timeout, lost, killed, interrupted), and ExitMezzo with an
+// error for bad options or when the masters cannot be reached or reject the
+// framework.
 func Run(ctx context.Context, opts Options) (exitCode int, err error) {
 	if err := opts.validate(); err != nil {
 		return ExitUsage, err
@@ -65,23 +66,43 @@ func Run(ctx context.Context, opts Options) (exitCode int, err error) {
 			Clock:      opts.Clock,
 		}),
 	}
+	// Every way out stops the output's follower (finishOutput drained it
+	// already on a task's end).
+	defer r.stopOutput()
 	events, err := r.client.Subscribe(ctx)
 	if err != nil {
 		return ExitUsage, fmt.Errorf("cannot subscribe to %s: %w", strings.Join(opts.Masters, ","), err)
 	}
+	// While the task waits for an offer that fits, say why now and then.
+	waitNote := opts.Clock.NewTimer(waitNoteFirst)
+	defer waitNote.Stop()
+	// ended is every way out but the task's own end: the rest of the
+	// output, the teardown, and the code. With --timeout the clock's timer
+	// and ctx's deadline fire together; whichever is seen first, it is the
+	// timeout (124).
+	ended := func(err error) (int, error) {
+		r.finishOutput()
+		r.teardown()
+		if opts.Timeout > 0 && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, errTimedOut)) {
+			return ExitTimeout, fmt.Errorf("timed out after %v", opts.Timeout)
+		}
+		return ExitInterrupted, err
+	}
 	for {
 		select {
 		case <-timeout:
-			r.teardown()
-			return ExitFailed, timedOut(opts.Timeout, context.DeadlineExceeded)
+			return ended(errTimedOut)
 		case <-ctx.Done():
-			r.teardown()
-			return ExitFailed, timedOut(opts.Timeout, ctx.Err())
+			return ended(ctx.Err())
+		case <-waitNote.C():
+			if r.state == notLaunched {
+				r.noteWaiting(ctx)
+				waitNote.Reset(waitNoteEvery)
+			}
 		case ev, ok := <-events:
 			if !ok {
 				if err := r.client.Err(); errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-					r.teardown()
-					return ExitFailed, timedOut(opts.Timeout, err)
+					return ended(err)
 				}
 				return ExitUsage, fmt.Errorf("lost the subscription: %w", r.client.Err())
 			}
@@ -92,15 +113,8 @@ func Run(ctx context.Context, opts Options) (exitCode int, err error) {
 	}
 }
 
-// timedOut reports err, the reason the run ended, as the run's timeout
-// when it is a deadline: the clock's timer and the context's deadline
-// fire together, and whichever Run sees first, the user set --timeout.
-func timedOut(timeout time.Duration, err error) error {
-	if timeout > 0 && errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("timed out after %v", timeout)
-	}
-	return err
-}
+// errTimedOut is Options.Timeout expiring on the injected clock.
+var errTimedOut = errors.New("timed out")
 
 // runner is the framework's state, owned by Run's goroutine.
 type runner struct {
@@ -112,6 +126,8 @@ type runner struct {
 	state      launchState
 	started    bool // an update other than "unknown to the master" was seen
 	suppressed bool
+	output     *follower // following the task's output, once it runs
+	lastWhy    string    // the last reason printed for still waiting
 }
 
 func (r *runner) logf(format string, args ...any) { fmt.Fprintf(r.opts.Log, format, args...) }
@@ -263,13 +279,28 @@ func (r *runner) task(agent *mesos.AgentID, res resources.Resources) *mesos.Task
 		}
 		return t
 	}
-	return &mesos.TaskInfo{
+	t := &mesos.TaskInfo{
 		Name:      proto.String(r.opts.Name),
 		TaskId:    proto.CloneOf(r.taskID),
 		AgentId:   proto.CloneOf(agent),
 		Resources: res.Proto(),
 		Command:   commandInfo(r.opts.Command, r.opts.Shell),
 	}
+	if len(r.opts.Env) > 0 {
+		env := &mesos.Environment{}
+		for _, kv := range r.opts.Env {
+			name, value, _ := strings.Cut(kv, "=")
+			env.Variables = append(env.Variables, &mesos.Environment_Variable{Name: proto.String(name), Value: proto.String(value)})
+		}
+		t.Command.Environment = env
+	}
+	if r.opts.DockerImage != "" {
+		t.Container = &mesos.ContainerInfo{
+			Type:   mesos.ContainerInfo_DOCKER.Enum(),
+			Docker: &mesos.ContainerInfo_DockerInfo{Image: proto.String(r.opts.DockerImage)},
+		}
+	}
+	return t
 }
 
 // commandInfo builds the task's command. Shell is set explicitly either
@@ -298,6 +329,15 @@ func (r *runner) update(ctx context.Context, s *mesos.TaskStatus) (int, bool, er
 	if ours {
 		fmt.Fprintln(r.opts.Out, StatusLine(s))
 		r.started = true
+		switch s.GetState() {
+		case mesos.TaskState_TASK_STARTING, mesos.TaskState_TASK_RUNNING,
+			// Ended before reporting it ran (a failed fetch, a command
+			// that could not start): its sandbox may still say why.
+			mesos.TaskState_TASK_FAILED, mesos.TaskState_TASK_FINISHED, mesos.TaskState_TASK_KILLED:
+			if r.agentID != nil {
+				r.startOutput(ctx)
+			}
+		}
 		if r.state == launchUncertain {
 			r.state = launched // the master knows the task
 		}
@@ -308,11 +348,9 @@ func (r *runner) update(ctx context.Context, s *mesos.TaskStatus) (int, bool, er
 	if !ours || !mesos.IsTerminal(s.GetState()) {
 		return 0, false, nil
 	}
+	r.finishOutput()
 	r.teardown()
-	if s.GetState() == mesos.TaskState_TASK_FINISHED {
-		return ExitFinished, true, nil
-	}
-	return ExitFailed, true, nil
+	return ExitCode(s), true, nil
 }
 
 // teardown removes the framework (killing the task if it still runs).

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -23,6 +24,9 @@ import (
 )
 
 const wait = 5 * time.Second
+
+// uniqueID is a generated task ID: the name and 8 random hex digits.
+var uniqueID = regexp.MustCompile(`^[a-z-]+-[0-9a-f]{8}$`)
 
 // syncBuffer is an io.Writer safe to read while Run writes.
 type syncBuffer struct {
@@ -201,7 +205,7 @@ func TestRunScenarios(t *testing.T) {
 			offers: [][]*mesos.Offer{{offer("O1", "a1", "cpus:1;mem:64")}},
 			updates: []update{{state: mesos.TaskState_TASK_ERROR, source: master,
 				reason: mesos.TaskStatus_REASON_TASK_INVALID.Enum(), message: "Task uses more resources\nthan offered", noUUID: true}},
-			wantCode:  1,
+			wantCode:  run.ExitMezzo,
 			wantLines: []string{`mezzo-run TASK_ERROR source=SOURCE_MASTER reason=REASON_TASK_INVALID message="Task uses more resources\nthan offered"`},
 			wantAcks:  0,
 		},
@@ -213,7 +217,7 @@ func TestRunScenarios(t *testing.T) {
 				{offer("O1", "a1", "cpus:2;mem:128;disk:10")},
 			},
 			updates:   []update{{state: mesos.TaskState_TASK_KILLED, source: executor}},
-			wantCode:  1,
+			wantCode:  run.ExitKilled,
 			wantLines: []string{"mezzo-run TASK_KILLED source=SOURCE_EXECUTOR"},
 			wantAcks:  1,
 			check: func(t *testing.T, task *mesos.TaskInfo, m *schedulertest.Master) {
@@ -235,7 +239,7 @@ func TestRunScenarios(t *testing.T) {
 			updates: []update{
 				{state: mesos.TaskState_TASK_LOST, source: mesos.TaskStatus_SOURCE_AGENT.Enum(), reason: mesos.TaskStatus_REASON_AGENT_REMOVED.Enum()},
 			},
-			wantCode:  1,
+			wantCode:  run.ExitLost,
 			wantLines: []string{"mezzo-run TASK_LOST source=SOURCE_AGENT reason=REASON_AGENT_REMOVED"},
 			wantAcks:  1,
 			check: func(t *testing.T, task *mesos.TaskInfo, m *schedulertest.Master) {
@@ -287,11 +291,12 @@ func TestRunScenarios(t *testing.T) {
 			},
 			updates:   []update{{state: mesos.TaskState_TASK_FINISHED, source: executor}},
 			wantCode:  0,
-			wantLines: []string{"nameless TASK_FINISHED source=SOURCE_EXECUTOR"},
+			wantLines: []string{"mezzo-run TASK_FINISHED source=SOURCE_EXECUTOR"},
 			wantAcks:  1,
 			check: func(t *testing.T, task *mesos.TaskInfo, m *schedulertest.Master) {
-				if task.GetName() != "nameless" || task.GetTaskId().GetValue() != "nameless" {
-					t.Errorf("name %q, task id %q: want both filled from Name", task.GetName(), task.GetTaskId().GetValue())
+				if task.GetName() != "nameless" || !uniqueID.MatchString(task.GetTaskId().GetValue()) ||
+					!strings.HasPrefix(task.GetTaskId().GetValue(), "nameless-") {
+					t.Errorf("name %q, task id %q: want the name, and the name with a random suffix", task.GetName(), task.GetTaskId().GetValue())
 				}
 				if fi := m.Calls(schedulerpb.Call_SUBSCRIBE)[0].GetSubscribe().GetFrameworkInfo(); fi.GetRole() != "db" {
 					t.Errorf("framework role %q, want db", fi.GetRole())
@@ -328,8 +333,16 @@ func TestRunScenarios(t *testing.T) {
 			if res.code != tt.wantCode || res.err != nil {
 				t.Errorf("Run = %d, %v; want %d, nil", res.code, res.err, tt.wantCode)
 			}
-			if got := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n"); strings.Join(got, "\n") != strings.Join(tt.wantLines, "\n") {
-				t.Errorf("output:\n%s\nwant:\n%s", out.String(), strings.Join(tt.wantLines, "\n"))
+			// "mezzo-run " in wantLines stands for a generated task ID.
+			want := strings.Join(tt.wantLines, "\n")
+			if id := task.GetTaskId().GetValue(); tt.opts.TaskID == "" && tt.opts.Task.GetTaskId() == nil {
+				if !uniqueID.MatchString(id) {
+					t.Errorf("generated task ID %q, want NAME-xxxxxxxx", id)
+				}
+				want = strings.ReplaceAll(want, "mezzo-run ", id+" ")
+			}
+			if got := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n"); strings.Join(got, "\n") != want {
+				t.Errorf("output:\n%s\nwant:\n%s", out.String(), want)
 			}
 			acks := m.Calls(schedulerpb.Call_ACKNOWLEDGE)
 			if len(acks) != tt.wantAcks {
@@ -420,7 +433,7 @@ func TestRunTimeoutTearsDown(t *testing.T) {
 	m.WaitCall(t, schedulerpb.Call_ACCEPT, 1, wait)
 	clk.Advance(time.Minute)
 	res := finish(t, done)
-	if res.code != run.ExitFailed || res.err == nil || !strings.Contains(res.err.Error(), "timed out") {
+	if res.code != run.ExitTimeout || res.err == nil || !strings.Contains(res.err.Error(), "timed out") {
 		t.Errorf("Run = %d, %v", res.code, res.err)
 	}
 	m.WaitCall(t, schedulerpb.Call_TEARDOWN, 1, wait)
@@ -429,7 +442,7 @@ func TestRunTimeoutTearsDown(t *testing.T) {
 func TestRunReconcilesAfterResubscribe(t *testing.T) {
 	m := schedulertest.NewMaster(t)
 	clk := clock.NewFake(time.Unix(0, 0))
-	done, out := start(t, m, run.Options{Command: []string{"ls"}, Clock: clk})
+	done, out := start(t, m, run.Options{Command: []string{"ls"}, TaskID: "mezzo-run", Clock: clk})
 	m.WaitSubscriptions(t, 1, wait)
 	m.Send(offersEvent(offer("O1", "a1", "cpus:1;mem:64")))
 	m.WaitCall(t, schedulerpb.Call_SUPPRESS, 1, wait)

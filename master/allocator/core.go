@@ -178,6 +178,13 @@ type framework struct {
 	offeredRun uint64    // the run that last offered it anything
 	runOffers  int       // offers in that run
 	runSlot    int       // its index among the frameworks offered to in that run
+
+	// declinedWhole holds, by role, the quantities of declined offers that
+	// held everything their agent could ever offer the role (at most
+	// maxDeclinedWhole, none below another): what the framework waits for
+	// fits no agent whose total is below one of them (explanations). A
+	// REVIVE of the role forgets them: its demand may have changed.
+	declinedWhole map[string][]qv
 }
 
 // role is one role that has frameworks, allocations or quota.

@@ -481,6 +481,9 @@ func (c *core) recoverResources(fid, aid string, res resources.Resources, filter
 			q = c.names.vecOf(g.res)
 		}
 		addFilter(n, a, q, now.Add(d))
+		if c.totalFor(a, g.role).leq(q) {
+			f.noteDeclinedWhole(g.role, q)
+		}
 	}
 	for _, g := range gotRev {
 		if r := c.roles[g.role]; r != nil && f.roleSet[g.role] {
@@ -517,6 +520,7 @@ func (c *core) reviveOffers(fid string, roles []string) bool {
 	}
 	for _, rn := range rolesOrAll(f, roles) {
 		delete(f.suppressed, rn)
+		delete(f.declinedWhole, rn)
 		clearFilters(f, rn)
 	}
 	c.clearInverseFilters(fid)

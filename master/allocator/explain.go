@@ -25,7 +25,11 @@ const (
 	ReasonBelowMinAllocatable Reason = "BELOW_MIN_ALLOCATABLE"
 	ReasonGPUAgentsOnly       Reason = "GPU_AGENTS_ONLY"
 	ReasonFiltered            Reason = "FILTERED"
-	ReasonEligible            Reason = "ELIGIBLE"
+	// ReasonNoAgentFits: the framework declined offers holding the whole
+	// of every agent it may use, so what it waits for fits none of them;
+	// only a larger agent (or a smaller demand) changes that.
+	ReasonNoAgentFits Reason = "NO_AGENT_FITS"
+	ReasonEligible    Reason = "ELIGIBLE"
 )
 
 // AgentCounts classifies the active agents for one framework and role by
@@ -150,6 +154,8 @@ func (c *core) explainRole(f *framework, rn string, qr *quotaRun, now time.Time,
 	case active == 0:
 		re.Reason, re.Message = ReasonNoAgents, "no active agents"
 		return
+	case c.noAgentFits(f, rn, re):
+		return
 	case cnt.Eligible > 0:
 		re.Reason = ReasonEligible
 		re.Message = fmt.Sprintf("%d agent(s) can be offered to this framework; it is offered them when its role and it come first in fair-share order", cnt.Eligible)
@@ -163,4 +169,86 @@ func (c *core) explainRole(f *framework, rn string, qr *quotaRun, now time.Time,
 	}
 	re.Reason = cands[0].r
 	re.Message = fmt.Sprintf("%s (%d of %d active agents)", cands[0].msg, cands[0].count, active)
+}
+
+// totalFor is everything agent a could ever offer role rn: its unreserved
+// resources and those reserved to rn (or above it).
+func (c *core) totalFor(a *agent, rn string) qv {
+	if !a.reserved {
+		return a.totalQ
+	}
+	return c.names.vecOf(a.total.AllocatableTo(rn))
+}
+
+// maxDeclinedWhole bounds a framework's declinedWhole per role: a
+// cluster has few agent shapes, and the bound keeps memory flat however
+// many agents a framework declines.
+const maxDeclinedWhole = 8
+
+// noteDeclinedWhole records that the framework declined q for role rn, q
+// being everything its agent could offer the role. Only maximal entries
+// are kept: one below another says nothing more.
+func (f *framework) noteDeclinedWhole(rn string, q qv) {
+	list := f.declinedWhole[rn]
+	for _, e := range list {
+		if q.leq(e) {
+			return
+		}
+	}
+	kept := list[:0]
+	for _, e := range list {
+		if !e.leq(q) {
+			kept = append(kept, e)
+		}
+	}
+	if len(kept) == maxDeclinedWhole {
+		kept = append(kept[:0], kept[1:]...) // the oldest goes
+	}
+	if f.declinedWhole == nil {
+		f.declinedWhole = map[string][]qv{}
+	}
+	f.declinedWhole[rn] = append(kept, q.clone())
+}
+
+// noAgentFits fills re and reports true when every active agent the
+// framework may use for role rn has a total no larger than an offer of a
+// whole agent it declined: then what it waits for fits no agent of the
+// cluster, whatever the filters say now (a filter expires, the answer
+// does not). Filters alone cannot tell this: FILTERED and ELIGIBLE
+// alternate as 5-second filters come and go while the task waits forever.
+// It reasons on quantities only: a framework that declines agents for
+// their attributes is told the same, which the message allows for.
+func (c *core) noAgentFits(f *framework, rn string, re *RoleExplanation) bool {
+	declined := f.declinedWhole[rn]
+	if len(declined) == 0 {
+		return false
+	}
+	var largest qv
+	usable := 0
+	for _, a := range c.agentList {
+		if !a.active || (a.gpu && !f.gpu) {
+			continue
+		}
+		usable++
+		total := c.totalFor(a, rn)
+		covered := false
+		for _, e := range declined {
+			if total.leq(e) {
+				covered = true
+				break
+			}
+		}
+		if !covered {
+			return false // a larger (or other-shaped) agent may fit it
+		}
+		largest = largest.max(total)
+	}
+	if usable == 0 {
+		return false
+	}
+	re.Reason = ReasonNoAgentFits
+	re.Message = fmt.Sprintf("the framework declined offers holding everything of agents at least as large as each of the %d it may use: "+
+		"if it waits for resources, what it needs fits no agent of the cluster, whose largest totals are %s; add a larger agent or ask for less "+
+		"(a framework with nothing to launch should SUPPRESS)", usable, c.names.format(largest))
+	return true
 }

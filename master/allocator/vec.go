@@ -235,3 +235,13 @@ func dominant(alloc, total qv) float64 {
 	}
 	return s
 }
+
+// max returns the componentwise maximum of v and o in a new vector.
+func (v qv) max(o qv) qv {
+	n := max(len(v), len(o))
+	w := make(qv, n)
+	for i := range w {
+		w[i] = max(v.at(i), o.at(i))
+	}
+	return w
+}

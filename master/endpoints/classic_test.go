@@ -392,7 +392,7 @@ func TestRolesAndFlags(t *testing.T) {
 }
 
 func TestEmptySnapshotRenders(t *testing.T) {
-	src := newFakeSource(&master.Snapshot{})
+	src := newFakeSource(&master.Snapshot{Elected: true})
 	mux, _ := newTestServer(t, src)
 	for _, p := range []string{"/master/state", "/master/state-summary", "/master/slaves", "/master/tasks",
 		"/master/roles", "/metrics/snapshot", "/metrics"} {
@@ -404,8 +404,12 @@ func TestEmptySnapshotRenders(t *testing.T) {
 
 func TestNilSnapshotRenders(t *testing.T) {
 	mux, _ := newTestServer(t, newFakeSource(nil))
-	if rec := get(t, mux, "/master/state"); rec.Code != http.StatusOK {
+	// Without a snapshot no leader is known: state is the leader's to tell.
+	if rec := get(t, mux, "/master/state"); rec.Code != http.StatusServiceUnavailable {
 		t.Errorf("state: %d %s", rec.Code, rec.Body)
+	}
+	if rec := get(t, mux, "/metrics/snapshot"); rec.Code != http.StatusOK {
+		t.Errorf("metrics/snapshot: %d %s", rec.Code, rec.Body)
 	}
 	// Without a snapshot there is no leader: the operator API is unavailable.
 	if rec := post(mux, "/api/v1", "application/json", "", []byte(`{"type":"GET_HEALTH"}`)); rec.Code != http.StatusServiceUnavailable {

@@ -98,6 +98,10 @@ func (f *fakeSource) write(call string, arg any) error {
 	return f.writeErr
 }
 
+func (f *fakeSource) KillTask(_ context.Context, _ master.Principal, fw, task string) error {
+	return f.write("KillTask", fw+" "+task)
+}
+
 func (f *fakeSource) MarkAgentGone(_ context.Context, _ master.Principal, id string) error {
 	return f.write("MarkAgentGone", id)
 }

@@ -234,9 +234,40 @@ func TestOperatorNotLeader(t *testing.T) {
 	if rec := post(mux, "/api/v1", "application/json", "", []byte(`{"type":"GET_HEALTH"}`)); rec.Code != http.StatusServiceUnavailable {
 		t.Errorf("no leader: status %d", rec.Code)
 	}
-	// Classic read-only endpoints are served by any master.
-	if rec := get(t, mux, "/master/state"); rec.Code != http.StatusOK {
-		t.Errorf("state on non-leader: %d", rec.Code)
+}
+
+// TestFollowerRedirectsLeaderOnlyReads: a follower's own view of frameworks
+// and tasks is empty, so every read of the cluster's state answers 307 to
+// the leader, as Mesos's master does (issue 16: `mezzo tasks
+// --master=m1,m2,m3` printed a follower's empty table). A master's own flags
+// and metrics stay local.
+func TestFollowerRedirectsLeaderOnlyReads(t *testing.T) {
+	s := testSnapshot()
+	s.Elected = false
+	s.Leader = &mesos.MasterInfo{Id: proto.String("m2"), Hostname: proto.String("leader.example"), Port: proto.Uint32(5050)}
+	mux, _ := newTestServer(t, newFakeSource(s))
+	for _, p := range []string{
+		"/master/state", "/state", "/master/state-summary", "/state-summary", "/master/frameworks",
+		"/master/slaves", "/slaves", "/master/tasks?task_id=t1", "/tasks", "/master/roles", "/roles",
+		"/master/allocator/explain", "/master/weights", "/master/quota",
+	} {
+		rec := get(t, mux, p)
+		if rec.Code != http.StatusTemporaryRedirect {
+			t.Errorf("GET %s on a follower: %d, want 307", p, rec.Code)
+			continue
+		}
+		if loc := rec.Header().Get("Location"); loc != "//leader.example:5050"+p {
+			t.Errorf("GET %s: Location %q", p, loc)
+		}
+	}
+	for _, p := range []string{"/master/flags", "/metrics/snapshot", "/metrics"} {
+		if rec := get(t, mux, p); rec.Code != http.StatusOK {
+			t.Errorf("GET %s on a follower: %d, want 200 (its own)", p, rec.Code)
+		}
+	}
+	s.Leader = nil
+	if rec := get(t, mux, "/master/tasks"); rec.Code != http.StatusServiceUnavailable {
+		t.Errorf("tasks without a leader: %d, want 503", rec.Code)
 	}
 }
 

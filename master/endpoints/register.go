@@ -48,14 +48,19 @@ func Register(mux *http.ServeMux, src Source, opts Options) {
 		mux.HandleFunc("/master"+path, f)
 		mux.HandleFunc(path, f)
 	}
-	both("/state", h.state)
-	both("/state-summary", h.stateSummary)
-	both("/frameworks", h.frameworks)
-	both("/slaves", h.slaves)
-	both("/tasks", h.tasks)
-	both("/roles", h.roles)
+	// Reads of the cluster's state are the leader's: a follower's own view
+	// is empty (frameworks and tasks are soft state held by the leader), so
+	// it answers 307 to the leader as Mesos's master does (or 503 without
+	// one). /flags and the metrics are this process's own and stay local.
+	both("/state", h.leaderOnly(h.state))
+	both("/state-summary", h.leaderOnly(h.stateSummary))
+	both("/frameworks", h.leaderOnly(h.frameworks))
+	both("/slaves", h.leaderOnly(h.slaves))
+	both("/tasks", h.leaderOnly(h.tasks))
+	both("/roles", h.leaderOnly(h.roles))
 	both("/flags", h.flags)
 	both("/teardown", h.teardown)
+	both("/kill-task", h.leaderOnly(h.killTask))
 	both("/reserve", h.classic(classicReserve))
 	both("/unreserve", h.classic(classicUnreserve))
 	both("/create-volumes", h.classic(classicCreateVolumes))
@@ -64,7 +69,7 @@ func Register(mux *http.ServeMux, src Source, opts Options) {
 	both("/weights", h.weights)
 	both("/quota", h.quota)
 	both("/quota/", h.quota)
-	both("/allocator/explain", h.explain)
+	both("/allocator/explain", h.leaderOnly(h.explain))
 	both("/maintenance/schedule", h.maintenanceSchedule)
 	both("/maintenance/status", h.maintenanceStatus)
 	both("/machine/down", h.machines(false))
@@ -118,4 +123,16 @@ func (h *handlers) snapshot() *master.Snapshot {
 		return s
 	}
 	return &master.Snapshot{}
+}
+
+// leaderOnly wraps an endpoint that only the leading master can answer:
+// on a follower it answers 307 to the leader (503 when none is known).
+func (h *handlers) leaderOnly(f http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s := h.snapshot(); !s.Elected {
+			redirectToLeader(w, r, s)
+			return
+		}
+		f(w, r)
+	}
 }

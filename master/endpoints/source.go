@@ -43,6 +43,9 @@ type Source interface {
 
 	// Teardown removes a framework as the operator TEARDOWN call does.
 	Teardown(ctx context.Context, p master.Principal, frameworkID string) error
+	// KillTask kills one task of a framework (mezzo's POST
+	// /master/kill-task; see master.Master.KillTask).
+	KillTask(ctx context.Context, p master.Principal, frameworkID, taskID string) error
 	// MarkAgentGone applies MARK_AGENT_GONE.
 	MarkAgentGone(ctx context.Context, p master.Principal, agentID string) error
 	// UpdateWeights applies UPDATE_WEIGHTS / PUT /master/weights.

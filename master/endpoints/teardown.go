@@ -1,6 +1,7 @@
 package endpoints
 
 import (
+	"errors"
 	"io"
 	"net/http"
 	"net/url"
@@ -38,4 +39,43 @@ func (h *handlers) teardown(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.teardownFramework(w, r, ids[0])
+}
+
+// killTask serves mezzo's POST /master/kill-task (form frameworkId=<id>,
+// taskId=<id>): the operator kills one task as its framework's KILL would.
+// Mesos has no such endpoint; its shape follows /master/teardown. 200 once
+// the agent was told, 400 for a missing field, 404 for an unknown
+// framework or task, 409 for one that already ended.
+func (h *handlers) killTask(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		writeText(w, http.StatusMethodNotAllowed, "Expecting one of { 'POST' }, but received '"+r.Method+"'")
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxCallBody))
+	if err != nil {
+		writeText(w, http.StatusBadRequest, "Failed to read request body: "+err.Error())
+		return
+	}
+	form, err := url.ParseQuery(string(body))
+	if err != nil {
+		writeText(w, http.StatusBadRequest, "Unable to decode query string: "+err.Error())
+		return
+	}
+	for _, f := range []string{"frameworkId", "taskId"} {
+		if form.Get(f) == "" {
+			writeText(w, http.StatusBadRequest, "Missing '"+f+"' parameter in the request body")
+			return
+		}
+	}
+	if err := h.src.KillTask(r.Context(), principal(r), form.Get("frameworkId"), form.Get("taskId")); err != nil {
+		status := http.StatusServiceUnavailable
+		var se interface{ HTTPStatus() int }
+		if errors.As(err, &se) {
+			status = se.HTTPStatus()
+		}
+		writeText(w, status, "Failed to kill task: "+err.Error())
+		return
+	}
+	w.WriteHeader(http.StatusOK)
 }

@@ -121,7 +121,7 @@ func New(m *master.Master, opts Options) http.Handler {
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
 	if opts.UI != nil {
-		mux.Handle("/", opts.UI)
+		mux.Handle("/", s.uiOnLeader(opts.UI))
 	} else {
 		mux.HandleFunc("/", noEndpoint)
 	}
@@ -178,4 +178,23 @@ func (s *server) redirect(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Location", "//"+master.LeaderHostPort(snap.Leader))
 	w.WriteHeader(http.StatusTemporaryRedirect)
+}
+
+// uiOnLeader serves the web UI on the leader; a follower that knows the
+// leader sends the browser there (307 to the same path), as Mesos's UI
+// moves to the leading master. The UI's pages read /master/state and the
+// other leader-only endpoints from their own origin, and a follower
+// answers those with 307 to another origin, which a browser's fetch may
+// not follow without CORS; on the leader's origin every read is local.
+func (s *server) uiOnLeader(ui http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet || r.Method == http.MethodHead {
+			if snap := s.m.LastPublished(); snap != nil && !snap.Elected && snap.Leader != nil {
+				w.Header().Set("Location", "//"+master.LeaderHostPort(snap.Leader)+r.URL.RequestURI())
+				w.WriteHeader(http.StatusTemporaryRedirect)
+				return
+			}
+		}
+		ui.ServeHTTP(w, r)
+	})
 }

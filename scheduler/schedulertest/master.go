@@ -40,6 +40,9 @@ type Received struct {
 // Master is a fake master. Methods are safe for concurrent use.
 type Master struct {
 	Server *httptest.Server
+	// Mux routes the server's requests; tests may add endpoints to it
+	// (e.g. /master/slaves) before the code under test calls them.
+	Mux *http.ServeMux
 	// HeartbeatInterval is put in SUBSCRIBED (default 15 s).
 	HeartbeatInterval time.Duration
 
@@ -69,6 +72,7 @@ func NewMaster(tb testing.TB) *Master {
 	m := &Master{HeartbeatInterval: 15 * time.Second}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/v1/scheduler", m.serve)
+	m.Mux = mux
 	m.Server = httptest.NewServer(mux)
 	tb.Cleanup(func() {
 		m.mu.Lock()
