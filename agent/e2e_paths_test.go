@@ -30,7 +30,7 @@ func TestE2ERelativeWorkDir(t *testing.T) {
 		m, err := getMetrics("http://" + agentAddr + "/metrics/snapshot")
 		return err == nil && m["slave/registered"] == 1
 	})
-	run := startE2E(t, bin, "run", "--master="+master, "--checkpoint", "--name=rel", "--timeout=60secs", "--", "sleep", "1")
+	run := startE2E(t, bin, "run", "--stream=false", "--task_id=rel", "--master="+master, "--checkpoint", "--name=rel", "--timeout=60secs", "--", "sleep", "1")
 	if code := run.wait(t, 60*time.Second); code != 0 {
 		t.Fatalf("mezzo run --checkpoint -- sleep 1 under --work_dir=./a: exit %d:\n%s", code, run.out)
 	}
@@ -117,8 +117,8 @@ func getJSONInto(url string, v any) error {
 func TestE2EStrictRecovery(t *testing.T) {
 	bin, _ := e2eBinaries(t)
 	c := startE2ECluster(t, bin, "")
-	a := startE2E(t, bin, "run", "--master="+c.master, "--checkpoint", "--name=torn", "--timeout=90secs", "--", "sleep", "6")
-	b := startE2E(t, bin, "run", "--master="+c.master, "--checkpoint", "--name=intact", "--timeout=90secs", "--", "sleep", "6")
+	a := startE2E(t, bin, "run", "--stream=false", "--task_id=torn", "--master="+c.master, "--checkpoint", "--name=torn", "--timeout=90secs", "--", "sleep", "6")
+	b := startE2E(t, bin, "run", "--stream=false", "--task_id=intact", "--master="+c.master, "--checkpoint", "--name=intact", "--timeout=90secs", "--", "sleep", "6")
 	poll(t, "both tasks running", 30*time.Second, func() bool {
 		pids := c.executorPids()
 		return strings.Contains(a.out.String(), "TASK_RUNNING") && strings.Contains(b.out.String(), "TASK_RUNNING") &&

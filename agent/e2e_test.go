@@ -296,7 +296,7 @@ func TestE2EMemoryLimit(t *testing.T) {
 	}
 	bin, hog := e2eBinaries(t)
 	c := startE2ECluster(t, bin, isolation)
-	run := startE2E(t, bin, "run", "--master="+c.master, "--name=hog", "--resources=cpus:0.1;mem:32", "--timeout=60secs", "--", hog, "200")
+	run := startE2E(t, bin, "run", "--stream=false", "--task_id=hog", "--master="+c.master, "--name=hog", "--resources=cpus:0.1;mem:32", "--timeout=60secs", "--", hog, "200")
 	if code := run.wait(t, 60*time.Second); code == 0 {
 		t.Errorf("mezzo run exited 0 for a task over its memory limit")
 	}
@@ -321,8 +321,8 @@ func TestE2EAgentKillRestart(t *testing.T) {
 	}
 	bin, _ := e2eBinaries(t)
 	c := startE2ECluster(t, bin, isolation)
-	ckpt := startE2E(t, bin, "run", "--master="+c.master, "--checkpoint", "--name=ckpt", "--timeout=60secs", "--", "sleep", "4")
-	plain := startE2E(t, bin, "run", "--master="+c.master, "--name=plain", "--timeout=60secs", "--", "sleep", "60")
+	ckpt := startE2E(t, bin, "run", "--stream=false", "--task_id=ckpt", "--master="+c.master, "--checkpoint", "--name=ckpt", "--timeout=60secs", "--", "sleep", "4")
+	plain := startE2E(t, bin, "run", "--stream=false", "--task_id=plain", "--master="+c.master, "--name=plain", "--timeout=60secs", "--", "sleep", "60")
 	var pids map[string]int
 	poll(t, "both tasks running", 30*time.Second, func() bool {
 		pids = c.executorPids()
