@@ -2,7 +2,7 @@
 GO ?= go
 PROTO_FILES := $(shell find api/proto -name '*.proto' | sort)
 
-.PHONY: build generate protos test test-short test-failover lint clean tools
+.PHONY: build generate protos test test-short test-failover lint clean tools screenshots
 
 # The build description shown by /version and /state (see internal/version:
 # without these, a build falls back to Go's VCS stamp, then to the
@@ -42,6 +42,11 @@ FAILOVER_TASKS ?= 400
 test-failover:
 	MEZZO_FAILOVER_KILLS=$(FAILOVER_KILLS) MEZZO_REGISTRAR_KILLS=$(FAILOVER_KILLS) MEZZO_FAILOVER_TASKS=$(FAILOVER_TASKS) MEZZO_FAILOVER_SEED=$(FAILOVER_SEED) \
 		$(GO) test -count=1 -v -timeout 30m -run 'TestFailoverKillLeaderRandomized|TestRegistrarLinearizable' ./e2e/ ./replog/
+
+# Screenshots of the web UI's main pages for docs/webui.md, taken in headless
+# Chromium by the browser suite's own code (webui/browsertest).
+screenshots:
+	$(GO) test -count=1 -v -timeout 10m -run TestScreenshots ./webui/browsertest -screenshots=$(CURDIR)/docs/images
 
 test-short:
 	$(GO) test -short -count=1 ./...

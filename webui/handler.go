@@ -105,10 +105,12 @@ func serve(w http.ResponseWriter, r *http.Request) {
 // names each in its ROUTES table; tests keep the two in step and check the
 // master's and agent's routers serve them).
 type Route struct {
-	// Path as the UI requests it: relative to the page for the master,
-	// absolute on the agent's base URL for agents.
+	// Path as the UI requests it: relative to the page for the master;
+	// for agents, the agent's own path, which the UI requests as
+	// "agent/<agent_id>" + Path from the master (master/agentproxy).
 	Path string
-	// Server is "master" (same origin, fetch) or "agent" (JSONP).
+	// Server is "master" or "agent" (read through the master's proxy);
+	// both are same-origin fetches.
 	Server string
 	// Params are the query parameters the UI sends.
 	Params []string
@@ -123,9 +125,11 @@ var Routes = []Route{
 	{Path: "master/allocator/explain", Server: "master", Params: []string{"framework_id"}},
 	{Path: "master/maintenance/schedule", Server: "master"},
 	{Path: "master/maintenance/status", Server: "master"},
-	{Path: "master/api/v1", Server: "master"}, // POST: GET_FRAMEWORKS (inverse offers)
-	{Path: "/slave(1)/state", Server: "agent", Params: []string{"jsonp"}},
-	{Path: "/files/browse", Server: "agent", Params: []string{"path", "jsonp"}},
-	{Path: "/files/read", Server: "agent", Params: []string{"path", "offset", "length", "jsonp"}},
+	{Path: "master/api/v1", Server: "master"},   // POST: GET_FRAMEWORKS (inverse offers)
+	{Path: "master/redirect", Server: "master"}, // navigated to by a follower's page, not read
+	{Path: "/slave(1)/state", Server: "agent"},
+	{Path: "/files/browse", Server: "agent", Params: []string{"path"}},
+	{Path: "/files/read", Server: "agent", Params: []string{"path", "offset", "length"}},
 	{Path: "/files/download", Server: "agent", Params: []string{"path"}}, // a link, not read by script
+	{Path: "/monitor/statistics", Server: "agent"},
 }

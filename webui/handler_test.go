@@ -153,6 +153,7 @@ var (
 	masterCall = regexp.MustCompile(`masterJSON\(\s*([^,)]+)(?:,\s*\{([^}]*)\})?`)
 	agentCall  = regexp.MustCompile(`agentJSON\(\s*[^,]+,\s*([^,)]+)(?:,\s*\{([^}]*)\})?`)
 	linkCall   = regexp.MustCompile(`(ROUTES\.\w+)\s*\+\s*query\(\{([^}]*)\}\)`)
+	urlCall    = regexp.MustCompile(`agentURL\(\s*[^,]+,\s*([^,)]+)(?:,\s*\{([^}]*)\})?`)
 )
 
 // jsRoutes parses api.js's ROUTES table: name -> path.
@@ -256,6 +257,13 @@ func TestScriptEndpointsMatchRoutes(t *testing.T) {
 		for _, m := range linkCall.FindAllStringSubmatch(src, -1) {
 			calls++
 			check(file, "link", m[1], m[2])
+		}
+		for _, m := range urlCall.FindAllStringSubmatch(src, -1) {
+			if strings.HasPrefix(m[1], "route") {
+				continue // the definition and agentJSON's use of it
+			}
+			calls++
+			check(file, "agentURL", m[1], m[2])
 		}
 	}
 	if calls < 6 {

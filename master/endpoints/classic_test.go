@@ -142,7 +142,7 @@ func TestStateKeys(t *testing.T) {
 	if got := keys(tk); !reflect.DeepEqual(got, wantTask) {
 		t.Errorf("task keys:\n got %v\nwant %v", got, wantTask)
 	}
-	if got, want := keys(tk["statuses"].([]any)[0].(map[string]any)), sorted("state", "timestamp", "healthy"); !reflect.DeepEqual(got, want) {
+	if got, want := keys(tk["statuses"].([]any)[0].(map[string]any)), sorted("state", "timestamp", "healthy", "source"); !reflect.DeepEqual(got, want) {
 		t.Errorf("status keys %v, want %v", got, want)
 	}
 	if got := tk["labels"].([]any)[0].(map[string]any); got["key"] != "k" || got["value"] != "v" {

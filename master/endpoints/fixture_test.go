@@ -224,6 +224,8 @@ func testSnapshot() *master.Snapshot {
 	running := task("m1-0000", "t-run", "m1-S0", mesos.TaskState_TASK_RUNNING, 1700000100.5, used)
 	running.Labels = &mesos.Labels{Labels: []*mesos.Label{{Key: proto.String("k"), Value: proto.String("v")}}}
 	running.Statuses[0].Healthy = proto.Bool(true)
+	running.Statuses[0].Source = mesos.TaskStatus_SOURCE_EXECUTOR.Enum()
+	running.Statuses[0].Data = []byte("never shown")
 	running.ExecutorId = &mesos.ExecutorID{Value: proto.String("e1")}
 	finished := task("m1-0000", "t-done", "m1-S0", mesos.TaskState_TASK_FINISHED, 1700000050, allocated("cpus:0.5", "web"))
 	fw := &master.FrameworkView{
@@ -266,6 +268,10 @@ func testSnapshot() *master.Snapshot {
 		Used:    used,
 		Offered: offered,
 	}
+	killed := task("m1-0001", "t-old", "m1-S1", mesos.TaskState_TASK_KILLED, 1700000010, allocated("cpus:1", "*"))
+	killed.Statuses[0].Source = mesos.TaskStatus_SOURCE_MASTER.Enum()
+	killed.Statuses[0].Reason = mesos.TaskStatus_REASON_FRAMEWORK_REMOVED.Enum()
+	killed.Statuses[0].Message = proto.String("Framework old-fw removed")
 	gone := &master.FrameworkView{
 		Info: &mesos.FrameworkInfo{
 			User: proto.String("bob"),
@@ -274,7 +280,7 @@ func testSnapshot() *master.Snapshot {
 		},
 		RegisteredTime:   t0,
 		UnregisteredTime: t0.Add(time.Minute),
-		CompletedTasks:   []*mesos.Task{task("m1-0001", "t-old", "m1-S1", mesos.TaskState_TASK_KILLED, 1700000010, allocated("cpus:1", "*"))},
+		CompletedTasks:   []*mesos.Task{killed},
 	}
 	return &master.Snapshot{
 		Info:                info,

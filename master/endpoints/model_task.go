@@ -29,12 +29,17 @@ type taskJSON struct {
 	HealthCheck json.RawMessage `json:"health_check,omitempty"`
 }
 
-// statusJSON is one entry of a task's statuses[] (json(TaskStatus)): only
-// the state, timestamp, labels, container status and health, not the full
-// TaskStatus.
+// statusJSON is one entry of a task's statuses[] (json(TaskStatus)): the
+// state, timestamp, labels, container status and health, as Mesos, plus
+// (a mezzo extension, for the web UI's task page and the CLI) the source,
+// reason and message, without which a failed task's history says nothing
+// of why. The data payload is never shown.
 type statusJSON struct {
 	State           string          `json:"state"`
 	Timestamp       jnum            `json:"timestamp"`
+	Source          string          `json:"source,omitempty"`
+	Reason          string          `json:"reason,omitempty"`
+	Message         string          `json:"message,omitempty"`
 	Labels          json.RawMessage `json:"labels,omitempty"`
 	ContainerStatus json.RawMessage `json:"container_status,omitempty"`
 	Healthy         *bool           `json:"healthy,omitempty"`
@@ -84,6 +89,13 @@ func statusModel(s *mesos.TaskStatus) statusJSON {
 		State:     s.GetState().String(),
 		Timestamp: jnum(s.GetTimestamp()),
 		Healthy:   s.Healthy,
+		Message:   s.GetMessage(),
+	}
+	if s.Source != nil {
+		m.Source = s.GetSource().String()
+	}
+	if s.Reason != nil {
+		m.Reason = s.GetReason().String()
 	}
 	if s.Labels != nil {
 		m.Labels = labelsJSON(s.Labels)

@@ -13,6 +13,7 @@ import (
 	"mezzo/internal/timerstat"
 	"mezzo/internal/version"
 	"mezzo/master"
+	"mezzo/master/agentproxy"
 	"mezzo/master/endpoints"
 )
 
@@ -113,6 +114,13 @@ func New(m *master.Master, opts Options) http.Handler {
 		},
 		ExtraTimers: opts.ExtraTimers,
 	})
+	// The agents' sandboxes and statistics, read through the master
+	// (agentproxy: read-only endpoints of registered agents only), so the
+	// web UI needs to reach nothing but the master.
+	proxy := agentproxy.New(m, agentproxy.Options{})
+	for _, prefix := range agentproxy.Prefixes {
+		mux.Handle(prefix, proxy)
+	}
 	if opts.Profiling {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)

@@ -18,17 +18,24 @@ import (
 // task, so DRAINED at once) shows its state and the drain's config, and
 // the reservations page still renders around it.
 func TestDrainedAgentRenders(t *testing.T) {
-	nodeBin, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node is not installed: the pages are not rendered")
-	}
+	nodeBin := needNode(t, "node is not installed: the pages are not rendered")
 	m, mux, id := masterWithAgent(t, "cpus:4;mem:1024")
 	grace := 8 * time.Second
 	if err := m.DrainAgent(context.Background(), master.Principal{}, id, &grace, false); err != nil {
 		t.Fatal(err)
 	}
+	// DRAIN_AGENT returns once the drain is recorded; the agent turns
+	// DRAINED when the master sees it has nothing left to run, a moment
+	// later: wait for that (with a deadline) before rendering.
+	state := get(t, mux, "/master/state")
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(string(state), `"DRAINED"`); state = get(t, mux, "/master/state") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the agent is not DRAINED after 30s: %s", state)
+		}
+		time.Sleep(10 * time.Millisecond) // polling interval, bounded by the deadline
+	}
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "state.json"), get(t, mux, "/master/state"), 0o644)
+	os.WriteFile(filepath.Join(dir, "state.json"), state, 0o644)
 	os.WriteFile(filepath.Join(dir, "slaves.json"), get(t, mux, "/master/slaves"), 0o644)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

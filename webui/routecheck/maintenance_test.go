@@ -38,10 +38,7 @@ func post(t *testing.T, mux http.Handler, path, body string) []byte {
 // the page's pure functions on /master/maintenance/schedule,
 // /master/maintenance/status and GET_FRAMEWORKS.
 func TestMaintenancePageReadsTheMaster(t *testing.T) {
-	nodeBin, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node is not installed: the maintenance page's functions are not run")
-	}
+	nodeBin := needNode(t, "node is not installed: the maintenance page's functions are not run")
 	m, mux, id := masterWithAgent(t, "cpus:4;mem:1024")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -94,10 +94,7 @@ func withVolumeInUse(t *testing.T, slaves []byte, volume string) []byte {
 // (the UI has no build step, so there is no other JavaScript engine at
 // hand).
 func TestReservationsPageReadsTheMastersSlaves(t *testing.T) {
-	nodeBin, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node is not installed: the reservations page's functions are not run")
-	}
+	nodeBin := needNode(t, "node is not installed: the reservations page's functions are not run")
 	mux, id, volume := reservedCluster(t)
 	slaves := get(t, mux, "/master/slaves")
 	got := runPage(t, nodeBin, slaves)
@@ -136,10 +133,7 @@ func TestReservationsPageReadsTheMastersSlaves(t *testing.T) {
 // volume with its path, size and use. This runs the views' code, which the
 // static checks of package webui cannot.
 func TestReservationsPagesRender(t *testing.T) {
-	nodeBin, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node is not installed: the pages are not rendered")
-	}
+	nodeBin := needNode(t, "node is not installed: the pages are not rendered")
 	mux, id, volume := reservedCluster(t)
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "state.json"), get(t, mux, "/master/state"), 0o644)

@@ -1,8 +1,9 @@
 // api.js: every endpoint the UI reads is named in ROUTES (webui.Routes in
 // Go mirrors this table and its tests check both against the master's and
-// agent's routers). The master is read with fetch from the page's own
-// origin; agents, on other ports, through JSONP (?jsonp=callback), which
-// mezzo and Mesos agents answer and which needs no CORS headers.
+// agent's routers). Everything is read from the page's own origin, the
+// master: agents' endpoints through the master's read-only proxy
+// (agent/<agent_id>/<endpoint>), so the UI needs to reach nothing else and
+// works behind one ingress.
 "use strict";
 
 const ROUTES = Object.freeze({
@@ -15,12 +16,17 @@ const ROUTES = Object.freeze({
   maintenanceSchedule: "master/maintenance/schedule",
   maintenanceStatus: "master/maintenance/status",
   operator: "master/api/v1", // v1 operator calls (POST, masterPost)
-  // agent, on the agent's base URL
+  redirect: "master/redirect", // a follower sends the browser to the leader
+  // agent endpoints, read through the master's proxy (agentURL)
   agentState: "/slave(1)/state",
   filesBrowse: "/files/browse",
   filesRead: "/files/read",
   filesDownload: "/files/download", // a link the browser follows, not read by script
+  statistics: "/monitor/statistics",
 });
+
+// AGENT_PROXY is the master's prefix for an agent's endpoints.
+const AGENT_PROXY = "agent/";
 
 function query(params) {
   const q = new URLSearchParams();
@@ -31,15 +37,25 @@ function query(params) {
   return s ? "?" + s : "";
 }
 
-// masterJSON reads a master endpoint. The error says what failed, with the
-// master's own message ("503 Service Unavailable: No leader elected").
-async function masterJSON(route, params) {
-  const url = route + query(params);
+// NOT_LEADER marks the error of a request a follower redirected to the
+// leader (app.js then sends the browser there).
+const NOT_LEADER = "not the leading master";
+
+// getJSON reads a same-origin URL. Redirects are not followed: a follower
+// answers 307 to the leader, another origin the page may not read; the
+// error is marked notLeader instead. The error says what failed, with the
+// server's own message ("503 Service Unavailable: No leader elected").
+async function getJSON(url, what) {
   let resp;
   try {
-    resp = await fetch(url, {headers: {Accept: "application/json"}, cache: "no-store"});
+    resp = await fetch(url, {headers: {Accept: "application/json"}, cache: "no-store", redirect: "manual"});
   } catch (e) {
-    throw new Error(`master unreachable (GET /${url}): ${e.message}`);
+    throw new Error(`${what} unreachable (GET /${url}): ${e.message}`);
+  }
+  if (resp.type === "opaqueredirect") {
+    const err = new Error(`GET /${url}: this is ${NOT_LEADER}`);
+    err.notLeader = true;
+    throw err;
   }
   if (!resp.ok) {
     const body = (await resp.text()).trim().slice(0, 300);
@@ -50,15 +66,25 @@ async function masterJSON(route, params) {
   return resp.json();
 }
 
+// masterJSON reads a master endpoint.
+function masterJSON(route, params) {
+  return getJSON(route + query(params), "master");
+}
+
 // masterPost makes a v1 operator call (JSON) on the master and returns the
-// decoded response.
+// decoded response. As getJSON, it does not follow a follower's redirect.
 async function masterPost(route, call) {
   let resp;
   try {
     resp = await fetch(route, {method: "POST", headers: {"Content-Type": "application/json", Accept: "application/json"},
-      body: JSON.stringify(call), cache: "no-store"});
+      body: JSON.stringify(call), cache: "no-store", redirect: "manual"});
   } catch (e) {
     throw new Error(`master unreachable (POST /${route}): ${e.message}`);
+  }
+  if (resp.type === "opaqueredirect") {
+    const err = new Error(`POST /${route} ${call.type}: this is ${NOT_LEADER}`);
+    err.notLeader = true;
+    throw err;
   }
   if (!resp.ok) {
     const body = (await resp.text()).trim().slice(0, 300);
@@ -67,33 +93,12 @@ async function masterPost(route, call) {
   return resp.json();
 }
 
-// agentBase turns an agent pid "slave(1)@10.0.0.1:5051" into its base URL.
-function agentBase(pid) {
-  const at = (pid || "").lastIndexOf("@");
-  if (at < 0) throw new Error(`agent pid ${JSON.stringify(pid)}: expecting id@host:port`);
-  const scheme = location.protocol === "https:" ? "https:" : "http:";
-  return `${scheme}//${pid.slice(at + 1)}`;
+// agentURL is an agent endpoint's URL through the master's proxy.
+function agentURL(agentId, route, params) {
+  return AGENT_PROXY + encodeURIComponent(agentId) + route + query(params);
 }
 
-let jsonpSeq = 0;
-
-// agentJSON reads an agent endpoint through JSONP.
-function agentJSON(pid, route, params, timeoutMs = 10000) {
-  return new Promise((resolve, reject) => {
-    let base;
-    try { base = agentBase(pid); } catch (e) { reject(e); return; }
-    const cb = "__mezzoJsonp" + (++jsonpSeq);
-    const url = base + route + query(Object.assign({}, params, {jsonp: cb}));
-    const script = document.createElement("script");
-    const done = () => {
-      clearTimeout(timer);
-      window[cb] = () => {}; // a late answer after a timeout is ignored
-      script.remove();
-    };
-    const timer = setTimeout(() => { done(); reject(new Error(`agent ${base}: no answer to ${route} within ${timeoutMs / 1000}s`)); }, timeoutMs);
-    window[cb] = (data) => { done(); resolve(data); };
-    script.onerror = () => { done(); reject(new Error(`agent ${base}: cannot read ${route} (agent down, path unknown, or not reachable from this browser)`)); };
-    script.src = url;
-    document.head.appendChild(script);
-  });
+// agentJSON reads an agent endpoint through the master.
+function agentJSON(agentId, route, params) {
+  return getJSON(agentURL(agentId, route, params), "master");
 }

@@ -1,6 +1,7 @@
 // app.js: the router (#/path?query), the refresh loop that re-reads
 // /master/state and /metrics/snapshot every few seconds while the page is
-// visible, and the banner for errors and a non-leading master.
+// visible, the banner for errors, and the move to the leading master when
+// this one does not lead (as Mesos's UI, through /master/redirect).
 "use strict";
 
 const ROUTE_TABLE = [
@@ -10,6 +11,7 @@ const ROUTE_TABLE = [
   [/^\/agents$/, agentsView, "agents"],
   [/^\/agents\/([^/]+)$/, agentView, "agents"],
   [/^\/tasks$/, tasksView, "tasks"],
+  [/^\/tasks\/([^/]+)\/([^/]+)$/, taskView, "tasks"],
   [/^\/roles$/, rolesView, "roles"],
   [/^\/reservations$/, reservationsView, "reservations"],
   [/^\/maintenance$/, maintenanceView, "maintenance"],
@@ -50,6 +52,17 @@ function route() {
 }
 
 let refreshing = false;
+let redirecting = false;
+
+// toLeader sends the browser to the leading master, keeping the page
+// (#/...): /master/redirect answers 307 to the leader's address and the
+// browser carries the fragment over.
+function toLeader() {
+  if (redirecting) return;
+  redirecting = true;
+  showBanner("This master is not the leader; opening the leading master…", false);
+  location.replace(ROUTES.redirect + location.hash);
+}
 
 async function refresh() {
   if (refreshing) return;
@@ -60,15 +73,16 @@ async function refresh() {
     store.metrics = metrics;
     const leader = state.leader_info ? `${state.leader_info.hostname}:${state.leader_info.port}` : "";
     document.getElementById("leader").textContent = leader ? "leader " + leader : "no leader elected";
-    if (state.leader && state.pid !== state.leader && state.leader_info) {
-      const href = `${location.protocol}//${state.leader_info.hostname}:${state.leader_info.port}/`;
-      showBanner(["This master is not the leader: its view may be stale. The leader is ", el("a", {href}, leader), "."], false);
-    } else {
-      showBanner(null);
+    if (state.leader && state.pid !== state.leader) {
+      // A master that serves its own (empty) view instead of redirecting.
+      toLeader();
+      return;
     }
+    showBanner(null);
     document.getElementById("footer").textContent = `mezzo ${state.version} · read ${new Date().toLocaleTimeString()}`;
     if (current) current.update(store);
   } catch (e) {
+    if (e.notLeader) { toLeader(); return; }
     showBanner(`Cannot read the master: ${e.message}. Showing the last data read.`, true);
   } finally {
     refreshing = false;

@@ -1,7 +1,8 @@
 // sandbox.js: a task's sandbox on its agent: the directory listing
-// (/files/browse) and a tail of a file (/files/read) that can follow what
-// the task writes. #/task/<agent>/<framework>/<task> finds the executor's
-// directory through the agent's /state and forwards to
+// (/files/browse) and a tail of a file (/files/read) that follows what the
+// task writes, all read through the master's agent proxy.
+// #/task/<agent>/<framework>/<task> finds the executor's directory through
+// the agent's /state and forwards to
 // #/sandbox/<agent>?root=<dir>&path=<dir>&file=<dir>/stdout.
 "use strict";
 
@@ -41,8 +42,7 @@ const taskSandboxView = {
       const agent = agentById(store.state, agentId);
       if (!agent) { msg.textContent = `Agent ${agentId} is not registered with the master: its sandboxes cannot be read.`; return; }
       const task = tasksOf(store.state, (t) => t.id === taskId && t.framework_id === fwId)[0] || {};
-      agentJSON(agent.pid, ROUTES.agentState).then((st) => {
-        const dir = findDirectory(st, fwId, taskId, task.executor_id);
+      taskDirectory(agentId, fwId, taskId, task.executor_id).then((dir) => {
         if (!dir) { msg.textContent = `Agent ${agent.hostname} has no sandbox for task ${taskId} (it may have been garbage-collected).`; return; }
         location.replace(sandboxHash(agentId, dir, dir + "/stdout", taskId));
       }, (e) => { msg.textContent = e.message; });
@@ -68,9 +68,14 @@ function consumed(data) {
   return [data, n];
 }
 
+// taskDirectory finds a task's sandbox folder from its agent's /state.
+function taskDirectory(agentId, fwId, taskId, executorId) {
+  return agentJSON(agentId, ROUTES.agentState).then((st) => findDirectory(st, fwId, taskId, executorId));
+}
+
 const TAIL_BYTES = 64 * 1024;        // what a file view starts with
 const MAX_SHOWN = 2 * 1024 * 1024;   // characters kept on screen while following
-const FOLLOW_MS = 2000;
+const FOLLOW_MS = 1000;
 
 const sandboxView = {
   mount(root, params, q) {
@@ -99,7 +104,7 @@ const sandboxView = {
     replace(root, crumbs, el("h1", {}, taskId ? `Sandbox of task ${taskId}` : "Sandbox"),
       el("div", {class: "subtitle mono"}, dir), viewer, el("h2", {}, "Files"), listing.node);
     let timer = null, agent = null, started = false;
-    const stop = () => { if (timer) clearInterval(timer); timer = null; };
+    const stop = () => { if (timer) timer.stop(); timer = null; };
     return {
       destroy: stop,
       update: (store) => {
@@ -110,9 +115,13 @@ const sandboxView = {
           relPath(dir, path).map((seg, i, all) => [i ? " / " : "",
             el("a", {href: here({path: joinDir(dir, all.slice(1, i + 1)), file: null})}, seg)]));
         if (!agent) { replace(viewer, el("p", {class: "muted"}, `Agent ${agentId} is not registered with the master.`)); return; }
-        agentJSON(agent.pid, ROUTES.filesBrowse, {path}).then((entries) => listing.setRows(entries),
+        agentJSON(agentId, ROUTES.filesBrowse, {path}).then((entries) => listing.setRows(entries),
           (e) => replace(listing.tbody, el("tr", {}, el("td", {class: "empty", colspan: 5}, e.message))));
-        if (file) timer = openFile(viewer, agent, file, dir, here, stop);
+        if (file) {
+          const panel = logPanel(agentId, dir, file, (f) => { location.hash = here({file: f}); });
+          replace(viewer, panel.node);
+          timer = panel;
+        }
       },
     };
   },
@@ -128,17 +137,20 @@ function relPath(root, path) {
 
 function joinDir(root, segs) { return segs.length ? root + "/" + segs.join("/") : root; }
 
-// openFile shows the tail of a file and returns the follow timer.
-function openFile(viewer, agent, file, dir, here, stop) {
+// logPanel shows the tail of a file in dir (stdout or stderr, with tabs to
+// switch: onTab(file)) and follows what is appended while "follow" is
+// checked. It returns {node, stop}; stop ends the following.
+function logPanel(agentId, dir, file, onTab) {
   const pre = el("pre", {class: "log"}, "Reading…");
   const follow = el("input", {type: "checkbox", checked: true});
   const info = el("span", {class: "count"});
   const tabs = el("div", {class: "tabs"}, ["stdout", "stderr"].map((name) => el("button", {
-    class: file === dir + "/" + name ? "active" : null, onclick: () => { location.hash = here({file: dir + "/" + name}); }}, name)));
-  const download = el("a", {href: agentBase(agent.pid) + ROUTES.filesDownload + query({path: file})}, "download");
-  replace(viewer, el("div", {class: "panel"},
-    el("div", {class: "toolbar"}, tabs, el("span", {class: "mono", title: file}, base(file)), el("label", {}, follow, " follow"), download, info), pre));
-  let offset = 0, busy = true, shown = 0; // busy until the first read is shown
+    class: file === dir + "/" + name ? "active" : null, onclick: () => onTab(dir + "/" + name)}, name)));
+  const download = el("a", {href: agentURL(agentId, ROUTES.filesDownload, {path: file})}, "download");
+  const node = el("div", {class: "panel"},
+    el("div", {class: "toolbar"}, tabs, el("span", {class: "mono", title: file}, base(file)), el("label", {}, follow, " follow"), download, info), pre);
+  let offset = 0, busy = true, shown = 0, timer = null; // busy until the first read is shown
+  const stop = () => { if (timer) clearInterval(timer); timer = null; };
   const show = (text, fresh) => {
     const atBottom = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 8;
     if (fresh) pre.textContent = "";
@@ -151,7 +163,7 @@ function openFile(viewer, agent, file, dir, here, stop) {
   const readOn = async (fresh) => {
     let text = "";
     for (let i = 0; i < 64; i++) {
-      const r = await agentJSON(agent.pid, ROUTES.filesRead, {path: file, offset, length: TAIL_BYTES});
+      const r = await agentJSON(agentId, ROUTES.filesRead, {path: file, offset, length: TAIL_BYTES});
       if (!r.data) {
         if (r.offset < offset) { offset = 0; text = "[file truncated; reading from the start]\n"; continue; }
         break;
@@ -163,15 +175,16 @@ function openFile(viewer, agent, file, dir, here, stop) {
     show(text, fresh);
     info.textContent = fmt.bytes(offset);
   };
-  agentJSON(agent.pid, ROUTES.filesRead, {path: file, offset: -1}).then(async (r) => {
+  agentJSON(agentId, ROUTES.filesRead, {path: file, offset: -1}).then(async (r) => {
     const size = r.offset;
     offset = Math.max(0, size - TAIL_BYTES);
     await readOn(true);
     if (size > TAIL_BYTES) pre.insertBefore(document.createTextNode(`[… ${fmt.bytes(size - TAIL_BYTES)} earlier; download for the whole file]\n`), pre.firstChild);
   }).catch((e) => { pre.textContent = e.message; stop(); }).finally(() => { busy = false; });
-  return setInterval(() => {
+  timer = setInterval(() => {
     if (!follow.checked || busy || document.hidden) return;
     busy = true;
     readOn(false).catch((e) => { info.textContent = e.message; }).finally(() => { busy = false; });
   }, FOLLOW_MS);
+  return {node, stop};
 }

@@ -69,6 +69,8 @@ function frameworkName(id) {
 // --- links ---
 
 const link = {
+  task: (t, text) => el("a", {href: `#/tasks/${encodeURIComponent(t.framework_id)}/${encodeURIComponent(t.id)}`,
+    title: "the task's history, health, usage and output"}, text || t.id),
   framework: (id, text) => el("a", {href: "#/frameworks/" + encodeURIComponent(id)}, text || id),
   agent: (id, text) => el("a", {href: "#/agents/" + encodeURIComponent(id)}, text || id),
   sandbox: (t, text) => el("a", {href: `#/task/${encodeURIComponent(t.slave_id)}/${encodeURIComponent(t.framework_id)}/${encodeURIComponent(t.id)}`,
@@ -98,7 +100,7 @@ function kv(pairs) {
 // taskTable lists tasks; opts.agent/opts.framework hide redundant columns.
 function taskTable(opts = {}) {
   const cols = [
-    {label: "ID", value: (t) => t.id, render: (t) => el("span", {class: "mono"}, t.id)},
+    {label: "ID", value: (t) => t.id, render: (t) => el("span", {class: "mono"}, link.task(t))},
     {label: "Name", value: (t) => t.name},
     {label: "State", value: (t) => t.state, render: (t) => statePill(t.state)},
   ];
@@ -417,7 +419,7 @@ const agentView = {
       readReservations();
       if (!asked) {
         asked = true;
-        agentJSON(a.pid, ROUTES.agentState).then((st) => replace(executors, executorList(a, st)),
+        agentJSON(a.id, ROUTES.agentState).then((st) => replace(executors, executorList(a, st)),
           (e) => replace(executors, el("div", {class: "empty"}, e.message)));
       }
     }};
