@@ -3,7 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
-	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"strconv"
@@ -17,7 +17,6 @@ import (
 	"mezzo/agent/httpapi"
 	"mezzo/agent/statusupdate"
 	"mezzo/api/mesos"
-	"mezzo/internal/clock"
 	"mezzo/resources"
 
 	"google.golang.org/protobuf/proto"
@@ -28,10 +27,7 @@ var ErrStopped = errors.New("agent stopped")
 
 // Agent is one mezzo agent. Create it with New, serve Handler, then Start.
 type Agent struct {
-	cfg   Config
-	log   *slog.Logger
-	clock clock.Clock
-	meta  metaDir
+	meta metaDir
 	// runtime holds the records a reboot makes worthless (Config.RuntimeDir;
 	// the same as meta when none is configured).
 	runtime metaDir
@@ -41,16 +37,16 @@ type Agent struct {
 	// (--containerizers with docker), which runs Docker command tasks; nil
 	// without it.
 	docker *docker.Docker
-	sum    *statusupdate.Manager
-	files  *files.Handler
-	http   *httpapi.Handler
-	client *http.Client // cfg.HTTPClient's transport, redirects not followed
+	// sumManager is the status update manager (core.sum as a sink).
+	sumManager *statusupdate.Manager
+	files      *files.Handler
+	http       *httpapi.Handler
+	client     *http.Client // cfg.HTTPClient's transport, redirects not followed
 
 	// flagsTotal is what --resources and detection give the agent; it is
-	// what AgentInfo.resources says. total is flagsTotal with the
-	// checkpointed resources applied (loop-owned after Start).
+	// what AgentInfo.resources says (core.total applies the checkpointed
+	// resources to it).
 	flagsTotal resources.Resources
-	total      resources.Resources
 	attributes []*mesos.Attribute
 	bootID     string
 	endpoint   string // ip:port
@@ -82,31 +78,11 @@ type Agent struct {
 	// registered; read by the status update manager's Forward.
 	sender atomic.Pointer[callSender]
 
-	// Everything below is owned by the loop goroutine.
-	agentID    string
-	frameworks map[string]*framework
-	fwOrder    []string
-	completedF []*framework
-	conn       connState
-	metrics    counters
-	// reregWait are the recovered executors of checkpointing frameworks
-	// that have not re-subscribed yet; the agent registers with the master
-	// once they have or --executor_reregistration_timeout has passed.
-	reregWait  map[*executor]bool
-	reregTimer *loopTimer
-	// recoveryTime is how long recovery took (slave/recovery_time_secs);
-	// recovered is set once it is done.
-	recoveryTime time.Duration
-	recovered    bool
-	// checkpointed are the dynamic reservations and persistent volumes the
-	// master told the agent to keep (reservations.go); cpFiles is what New
-	// found in meta/resources, until it has been applied.
-	checkpointed resources.Resources
-	cpFiles      checkpointedFiles
-	// keptVolumes are directories of volumes no longer checkpointed that a
-	// container still used when they were dropped, to be removed once none
-	// does.
-	keptVolumes map[string]*mesos.Resource
+	// sessIO is the registration session's I/O (core.sess's sink).
+	sessIO masterIO
+
+	// core is the loop-owned state (core.go).
+	core
 }
 
 // counters are the agent's cumulative metrics.
@@ -147,24 +123,28 @@ func New(cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	a := &Agent{
-		cfg:        cfg,
-		log:        cfg.Logger,
-		clock:      cfg.Clock,
 		meta:       metaDir(cfg.WorkDir + "/meta"),
 		runtime:    runtimeMeta(cfg),
 		cz:         cfg.Containerizer,
 		files:      files.New(),
 		flagsTotal: total,
-		total:      total,
 		attributes: attrs,
 		bootID:     readBootID(),
 		endpoint:   net.JoinHostPort(cfg.IP, strconv.Itoa(cfg.Port)),
 		inbox:      make(chan func(), 64),
 		stop:       make(chan struct{}),
 		done:       make(chan struct{}),
-		frameworks: map[string]*framework{},
 	}
-	a.keptVolumes = map[string]*mesos.Resource{}
+	a.core = newCore(cfg, total)
+	a.sessIO.a = a
+	a.containers, a.calls, a.timers, a.cp = liveContainers{a}, liveCalls{a}, clockTimers{a}, diskCheckpointer{a}
+	a.sess = session{
+		sink:           &a.sessIO,
+		rand:           func(n int64) int64 { return rand.Int64N(n + 1) },
+		initialBackoff: cfg.RegistrationBackoff,
+		maxBackoff:     MaxRegistrationBackoff,
+		holdsTasks:     func() bool { return len(a.frameworks) > 0 },
+	}
 	transport := cfg.HTTPClient.Transport
 	if transport == nil {
 		transport = http.DefaultTransport
@@ -197,8 +177,8 @@ func (a *Agent) Start() {
 	a.startOnce.Do(func() {
 		a.started.Store(true)
 		a.startTime = a.clock.Now()
-		a.sum.Pause() // until registered
-		a.sum.Start()
+		a.sumManager.Pause() // until registered
+		a.sumManager.Start()
 		go a.run()
 	})
 }
@@ -302,27 +282,8 @@ type loopTimer struct {
 	cancel  chan struct{}
 }
 
-// after arms a loopTimer on the agent's clock.
-func (a *Agent) after(d time.Duration, f func()) *loopTimer {
-	lt := &loopTimer{cancel: make(chan struct{})}
-	t := a.clock.NewTimer(d)
-	go func() {
-		select {
-		case <-t.C():
-			a.post(func() {
-				if !lt.stopped {
-					lt.stopped = true
-					f()
-				}
-			})
-		case <-lt.cancel:
-			t.Stop()
-		case <-a.stop:
-			t.Stop()
-		}
-	}()
-	return lt
-}
+// after arms a loopTimer through the timer sink.
+func (a *core) after(d time.Duration, f func()) *loopTimer { return a.timers.after(d, f) }
 
 // Stop cancels the timer (loop only; nil-safe).
 func (lt *loopTimer) Stop() {
@@ -337,8 +298,8 @@ func (lt *loopTimer) Stop() {
 // of them, or those of non-checkpointing frameworks when the agent merely
 // stops, see Stop) and wait for them, stop the status update manager.
 func (a *Agent) shutdown() {
-	a.disconnect(ErrStopped)
-	a.sum.Stop()
+	a.sess.disconnect()
+	a.sumManager.Stop()
 	killAll := a.killAll.Load()
 	var wg sync.WaitGroup
 	for _, fw := range a.frameworks {
@@ -386,8 +347,8 @@ func (a *Agent) agentInfo() *mesos.AgentInfo {
 		Resources:  a.flagsTotal.Proto(),
 		Attributes: a.attributes,
 	}
-	if a.agentID != "" {
-		info.Id = &mesos.AgentID{Value: proto.String(a.agentID)}
+	if a.sess.agentID != "" {
+		info.Id = &mesos.AgentID{Value: proto.String(a.sess.agentID)}
 	}
 	return info
 }

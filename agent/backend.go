@@ -80,7 +80,7 @@ func (a *Agent) lookupExecutor(call *executorpb.Call) (*framework, *executor, er
 // then the replay of the updates the executor says are unacknowledged,
 // then TASK_DROPPED/LOST for launched tasks it never heard of, then the
 // queued launches.
-func (a *Agent) subscribeExecutor(call *executorpb.Call, s *httpapi.ExecutorStream) error {
+func (a *Agent) subscribeExecutor(call *executorpb.Call, s executorConn) error {
 	fw, e, err := a.lookupExecutor(call)
 	if err != nil {
 		return err
@@ -131,8 +131,8 @@ func (a *Agent) subscribeExecutor(call *executorpb.Call, s *httpapi.ExecutorStre
 	return nil
 }
 
-func (a *Agent) executorDisconnected(e *executor, s *httpapi.ExecutorStream) {
-	if e.conn == executorConn(s) {
+func (a *Agent) executorDisconnected(e *executor, s executorConn) {
+	if e.conn == s {
 		e.conn = nil
 		a.log.Info("executor disconnected", "framework", e.fw.id, "executor", e.id)
 	}
@@ -170,7 +170,7 @@ func (a *Agent) executorCall(call *executorpb.Call) error {
 // ACKNOWLEDGED (the manager, not the scheduler, has it now).
 func (a *Agent) executorUpdate(fw *framework, e *executor, status *mesos.TaskStatus) {
 	st := proto.Clone(status).(*mesos.TaskStatus)
-	st.AgentId = agentIDProto(a.agentID)
+	st.AgentId = agentIDProto(a.sess.agentID)
 	if st.ExecutorId == nil {
 		st.ExecutorId = e.info.GetExecutorId()
 	}
@@ -215,7 +215,7 @@ func (a *Agent) stateView() *httpapi.StateView {
 		BuildTime:    bi.BuildTime,
 		BuildUser:    bi.BuildUser,
 		StartTime:    a.startTime,
-		ID:           a.agentID,
+		ID:           a.sess.agentID,
 		PID:          a.pid(),
 		Hostname:     a.cfg.Hostname,
 		Port:         a.cfg.Port,
@@ -224,8 +224,8 @@ func (a *Agent) stateView() *httpapi.StateView {
 		Flags:        a.flags(),
 		Capabilities: []string{"MULTI_ROLE", "HIERARCHICAL_ROLE", "RESERVATION_REFINEMENT", "TASK_RESOURCE_LIMITS"},
 	}
-	if a.conn.registered && a.conn.masterInfo != nil {
-		v.MasterHostname = a.conn.masterInfo.GetHostname()
+	if a.sess.registeredNow() && a.sess.masterInfo != nil {
+		v.MasterHostname = a.sess.masterInfo.GetHostname()
 	}
 	for _, id := range a.fwOrder {
 		v.Frameworks = append(v.Frameworks, frameworkView(a.frameworks[id]))
@@ -310,7 +310,7 @@ func (a *Agent) metricsSnapshot() map[string]float64 {
 		uptime = a.clock.Now().Sub(a.startTime).Seconds()
 	}
 	m["slave/uptime_secs"] = uptime
-	m["slave/registered"] = b2f(a.conn.registered)
+	m["slave/registered"] = b2f(a.sess.registeredNow())
 	m["slave/recovery_errors"] = float64(a.metrics.recoveryErrors)
 	if a.recovered {
 		m["slave/recovery_time_secs"] = a.recoveryTime.Seconds()

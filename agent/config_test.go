@@ -225,7 +225,7 @@ func TestMetaCheckpointAndRecover(t *testing.T) {
 }
 
 func TestCommandExecutorInfo(t *testing.T) {
-	a := &Agent{cfg: Config{LauncherPath: "/usr/bin/mezzo"}}
+	a := &Agent{core: core{cfg: Config{LauncherPath: "/usr/bin/mezzo"}}}
 	fw := &framework{id: "F1", info: frameworkInfo("F1")}
 	task := commandTask("t1", "echo hello world; sleep 10")
 	task.Resources[0].AllocationInfo = &mesos.Resource_AllocationInfo{Role: proto.String("web")}
@@ -258,7 +258,7 @@ func TestCommandExecutorInfo(t *testing.T) {
 }
 
 func TestExecutorEnvOverrides(t *testing.T) {
-	a := &Agent{cfg: Config{ExecutorShutdownGracePeriod: 5 * time.Second}, endpoint: "10.0.0.1:5051", agentID: "S1"}
+	a := &Agent{endpoint: "10.0.0.1:5051", core: core{cfg: Config{ExecutorShutdownGracePeriod: 5 * time.Second}, sess: session{agentID: "S1"}}}
 	fw := &framework{id: "F1", info: frameworkInfo("F1")}
 	e := &executor{id: "e1", directory: "/sandbox", info: &mesos.ExecutorInfo{
 		ShutdownGracePeriod: &mesos.DurationInfo{Nanoseconds: proto.Int64(int64(90 * time.Second))},

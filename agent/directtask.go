@@ -39,7 +39,7 @@ import (
 //     them either way.
 
 // directStarting sends TASK_STARTING for the tasks being launched (loop).
-func (a *Agent) directStarting(e *executor) {
+func (a *core) directStarting(e *executor) {
 	if e.phase != phaseRegistering {
 		return
 	}
@@ -67,14 +67,14 @@ func (a *Agent) directLaunched(e *executor) {
 }
 
 // directUpdate sends a status of a direct task as its executor would.
-func (a *Agent) directUpdate(e *executor, t *task, state mesos.TaskState, reason *mesos.TaskStatus_Reason, msg string, healthy *bool) {
+func (a *core) directUpdate(e *executor, t *task, state mesos.TaskState, reason *mesos.TaskStatus_Reason, msg string, healthy *bool) {
 	id := uuid.New()
 	st := &mesos.TaskStatus{
 		TaskId:     t.t.GetTaskId(),
 		State:      state.Enum(),
 		Source:     mesos.TaskStatus_SOURCE_EXECUTOR.Enum(),
 		Reason:     reason,
-		AgentId:    agentIDProto(a.agentID),
+		AgentId:    agentIDProto(a.sess.agentID),
 		ExecutorId: e.info.GetExecutorId(),
 		Timestamp:  proto.Float64(float64(a.clock.Now().UnixNano()) / 1e9),
 		Uuid:       id[:],
@@ -95,7 +95,7 @@ func (a *Agent) directUpdate(e *executor, t *task, state mesos.TaskState, reason
 // killDirectTask kills a running direct task: its health check stops,
 // TASK_KILLING goes to frameworks with that capability, and the container
 // gets its stop signal, then SIGKILL after the grace period.
-func (a *Agent) killDirectTask(e *executor, t *task, policy *mesos.KillPolicy) {
+func (a *core) killDirectTask(e *executor, t *task, policy *mesos.KillPolicy) {
 	if e.phase != phaseRunning || e.killing {
 		return
 	}
@@ -112,7 +112,7 @@ func (a *Agent) killDirectTask(e *executor, t *task, policy *mesos.KillPolicy) {
 // when it was killed (healthy=false when for failing its health check),
 // TASK_FINISHED for exit code 0, TASK_FAILED otherwise. It reports false when the agent's
 // generic rules apply instead (a limitation, or the agent ended it).
-func (a *Agent) directTerminal(e *executor, t *task, term *containerizer.Termination) bool {
+func (a *core) directTerminal(e *executor, t *task, term *containerizer.Termination) bool {
 	if !e.direct || term == nil || term.Limitation != nil || e.pending != nil {
 		return false
 	}
@@ -238,7 +238,7 @@ func (a *Agent) directHealthResult(e *executor, t *task, hc *health.Checker, r h
 }
 
 // stopDirectHealth ends health checking (kill, termination).
-func (a *Agent) stopDirectHealth(e *executor) {
+func (a *core) stopDirectHealth(e *executor) {
 	if e.health != nil {
 		e.health.Stop()
 		e.health = nil

@@ -11,11 +11,79 @@
 // agent's ip:port and calls Start and Stop; the scale emulator builds many
 // Agents sharing one HTTP/2 client.
 //
-// Concurrency: one goroutine (run) owns all mutable agent state. HTTP
+// # One goroutine owns the state, which acts only through sinks
+//
+// One goroutine (run, agent.go) owns all mutable agent state: the
+// registration session, frameworks, executors, tasks, counters. HTTP
 // handlers, master events, container exits and timers reach it as closures
 // on the inbox; slow work (fetching, launching processes, waiting on them,
-// talking to the master) runs on other goroutines and reports back the same
-// way.
+// talking to the master, disk) runs on other goroutines and reports back
+// the same way. One owner, rather than a lock, because a status update must
+// change the task, the executor's fate and the checkpoint in one instant,
+// and a master event must be fenced by the same epoch that decides the next
+// SUBSCRIBE.
+//
+// The state below the loop (core.go) is synchronous and touches the world only
+// through small injected sinks (sinks.go): containerSink (start and destroy
+// containers), updateSink (the status update manager), callSink (calls to
+// the master), timerSink (loop timers) and checkpointer (meta/ records);
+// the registration state machine (session.go) has its own sessionSink
+// (dial, hang up, checkpoint the identity and epoch, arm the retry and ping
+// timers) and takes `now` as an argument. New wires the sinks to real I/O;
+// the pure tests (session_test.go, core_test.go) wire recorders and a fake
+// clock and drive the loop's handlers directly, with no processes or
+// sleeps. The integration tests (harness_test.go and the e2e tests) run the
+// real loop. sinks.go notes where agent/oversub's estimators and QoS
+// controllers will attach (their Meter is the containerizers' Usage).
+//
+// # Registration (session.go)
+//
+//	                 connect: SUBSCRIBE{epoch, agent info, frameworks,
+//	                 executors, tasks, unacknowledged updates}
+//	DISCONNECTED ──────────────────────────► REGISTERING (no agent ID yet)
+//	    ▲  ▲                                 REREGISTERING (known agent ID)
+//	    │  │                                        │ SUBSCRIBED(agent id):
+//	    │  │ retry after rand[0, backoff];          │ identity checkpointed,
+//	    │  │ backoff doubles up to 1 min,           │ ping check armed,
+//	    │  │ resets once registered                 │ call sender started,
+//	    │  │                                        ▼ updates resumed
+//	    │  └──── stream closed, ERROR event, ── REGISTERED ── PING ─► PONG
+//	    │        403 on a call, no event for         │ work events dispatched
+//	    │        ping interval × max missed          │ (RUN_TASK, KILL_TASK, …)
+//	    │                                            │
+//	    └─ (Stop: disconnect)      SHUTDOWN event, or SUBSCRIBED with another
+//	                               ID while holding tasks ─► SHUT_DOWN (the
+//	                               agent stops; SHUTDOWN forgets its identity)
+//
+// Fencing: every event carries the master's epoch. An event from a stream
+// other than the current attempt, or from an epoch below the highest seen,
+// is dropped; a higher epoch is adopted and checkpointed (meta/epoch) and
+// the next SUBSCRIBE carries it.
+//
+// # Executors and tasks
+//
+//	executor: REGISTERING ─subscribes─► RUNNING ─SHUTDOWN_EXECUTOR, kill,
+//	    │ (--executor_registration_        │      framework shut down─┐
+//	    │  timeout: destroyed)             ▼                          ▼
+//	    └──────────────────────────► TERMINATING ─container ends─► TERMINATED
+//	                                 (SHUTDOWN event, container     │ every task's terminal
+//	                                  destroyed after the shutdown  │ update acknowledged
+//	                                  grace period)                 ▼
+//	                                                        completed (checkpoint removed)
+//
+//	task: RUN_TASK ─checkpointed─► STAGING, queued ─executor subscribes─► LAUNCH sent
+//	        │ invalid: TASK_ERROR/FAILED         │ KILL_TASK: TASK_KILLED        │
+//	        │ with a reason, never stored        │ (KILLED_DURING_LAUNCH)        ▼
+//	        ▼                                    ▼              STARTING ─► RUNNING ─► KILLING
+//	      (gone)                           terminal, kept        (executor updates) │ KILL_TASK:
+//	                                       until acknowledged ◄──────────────────────┤ KILL event
+//	                                            │ ACKNOWLEDGE                       │ with the grace
+//	                                            ▼                                   │ period (direct
+//	                                       completed (record removed)               │ tasks: destroy)
+//	   executor ends first: each live task gets one agent update — the container's
+//	   limitation (TASK_FAILED, e.g. REASON_CONTAINER_LIMITATION_MEMORY), else why
+//	   the agent ended it, else TASK_KILLED if a kill was sent, else TASK_FAILED
+//	   REASON_EXECUTOR_TERMINATED.
 //
 // Checkpointing and recovery (meta.go, recover.go, recovery.go): the agent
 // ID, the highest master epoch, and the frameworks, executors and tasks it

@@ -30,7 +30,7 @@ func (a *Agent) dockerTaskEnv(fw *framework, e *executor, t *mesos.TaskInfo) []s
 		"MESOS_FRAMEWORK_ID=" + fw.id,
 		"MESOS_EXECUTOR_ID=" + e.id,
 		"MESOS_TASK_ID=" + t.GetTaskId().GetValue(),
-		"MESOS_SLAVE_ID=" + a.agentID,
+		"MESOS_SLAVE_ID=" + a.sess.agentID,
 		"MESOS_AGENT_ENDPOINT=" + a.endpoint,
 	}
 }

@@ -17,12 +17,12 @@ func shutdownEvent() *executorpb.Event {
 	return &executorpb.Event{Type: executorpb.Event_SHUTDOWN.Enum()}
 }
 
-func (a *Agent) shutdownGrace(e *executor) time.Duration {
+func (a *core) shutdownGrace(e *executor) time.Duration {
 	return time.Duration(e.shutdownGrace(int64(a.cfg.ExecutorShutdownGracePeriod)))
 }
 
 // lostState is TASK_DROPPED for partition-aware frameworks, else TASK_LOST.
-func (a *Agent) lostState(fw *framework) mesos.TaskState {
+func (a *core) lostState(fw *framework) mesos.TaskState {
 	if fw != nil && fw.hasCapability(mesos.FrameworkInfo_Capability_PARTITION_AWARE) {
 		return mesos.TaskState_TASK_DROPPED
 	}
@@ -30,7 +30,7 @@ func (a *Agent) lostState(fw *framework) mesos.TaskState {
 }
 
 // flushQueue delivers the queued launches to a subscribed executor.
-func (a *Agent) flushQueue(e *executor) {
+func (a *core) flushQueue(e *executor) {
 	for _, item := range e.queue {
 		ev := &executorpb.Event{}
 		if item.task != nil {
@@ -80,7 +80,7 @@ func (a *Agent) launchFailed(e *executor, err error) {
 }
 
 // registrationTimeout kills an executor that did not subscribe in time.
-func (a *Agent) registrationTimeout(e *executor) {
+func (a *core) registrationTimeout(e *executor) {
 	if e.phase != phaseRegistering {
 		return
 	}
@@ -96,14 +96,14 @@ func (a *Agent) registrationTimeout(e *executor) {
 
 // destroyContainer kills the executor's container off the loop; the exit
 // arrives through the container's waiter.
-func (a *Agent) destroyContainer(e *executor, grace time.Duration) {
+func (a *core) destroyContainer(e *executor, grace time.Duration) {
 	a.destroy(e.containerID, grace)
 }
 
 // shutdownExecutor asks the executor to shut down (SHUTDOWN event) and
 // kills its container after the shutdown grace period; an executor that
 // never subscribed is killed at once.
-func (a *Agent) shutdownExecutor(e *executor) {
+func (a *core) shutdownExecutor(e *executor) {
 	if e.phase == phaseTerminating || e.phase == phaseTerminated {
 		return
 	}
@@ -134,7 +134,7 @@ func (a *Agent) shutdownExecutor(e *executor) {
 
 // shutdownFramework kills every executor of the framework; its tasks get
 // no further updates from the agent (the framework is gone).
-func (a *Agent) shutdownFramework(id string) {
+func (a *core) shutdownFramework(id string) {
 	fw := a.frameworks[id]
 	if fw == nil {
 		return
@@ -216,7 +216,7 @@ func terminationText(t *containerizer.Termination) string {
 // maybeRemoveExecutor moves a terminated executor to the framework's
 // completed executors once all its terminal updates are acknowledged (at
 // once when the framework is being shut down).
-func (a *Agent) maybeRemoveExecutor(e *executor) {
+func (a *core) maybeRemoveExecutor(e *executor) {
 	fw := e.fw
 	if e.phase != phaseTerminated || (len(e.tasks) > 0 && !fw.shuttingDown) {
 		return
@@ -235,8 +235,8 @@ func (a *Agent) maybeRemoveExecutor(e *executor) {
 		}
 	}
 	fw.completed = append(fw.completed, e)
-	if a.agentID != "" {
-		if err := a.eachMeta(func(m metaDir) error { return m.removeExecutor(a.agentID, fw.id, e.id) }); err != nil {
+	if a.sess.agentID != "" {
+		if err := a.cp.forgetExecutor(a.sess.agentID, fw, e); err != nil {
 			a.log.Warn("removing executor checkpoint", "framework", fw.id, "executor", e.id, "err", err)
 		}
 	}
@@ -248,7 +248,7 @@ func (a *Agent) maybeRemoveExecutor(e *executor) {
 
 // maybeRemoveFramework moves a framework without executors to the
 // completed frameworks.
-func (a *Agent) maybeRemoveFramework(fw *framework) {
+func (a *core) maybeRemoveFramework(fw *framework) {
 	if len(fw.executors) > 0 || a.frameworks[fw.id] != fw {
 		return
 	}
@@ -267,15 +267,15 @@ func (a *Agent) maybeRemoveFramework(fw *framework) {
 		// Its unacknowledged updates will never be acknowledged.
 		a.sum.CleanupFramework(fw.id)
 	}
-	if a.agentID != "" {
-		if err := a.eachMeta(func(m metaDir) error { return m.removeFramework(a.agentID, fw.id) }); err != nil {
+	if a.sess.agentID != "" {
+		if err := a.cp.forgetFramework(a.sess.agentID, fw); err != nil {
 			a.log.Warn("removing framework checkpoint", "framework", fw.id, "err", err)
 		}
 	}
 }
 
 // killTask handles KILL_TASK from the master.
-func (a *Agent) killTask(m *protocol.AgentEvent_KillTask) {
+func (a *core) killTask(m *protocol.AgentEvent_KillTask) {
 	fid, tid := m.GetFrameworkId().GetValue(), m.GetTaskId().GetValue()
 	if fid == "" || tid == "" {
 		a.log.Warn("dropping malformed KILL_TASK (needs framework_id and task_id)")
@@ -323,7 +323,7 @@ func (a *Agent) killTask(m *protocol.AgentEvent_KillTask) {
 
 // killQueued kills a task the executor has not received yet (with the rest
 // of its task group); an executor left without tasks is shut down.
-func (a *Agent) killQueued(e *executor, tid string) {
+func (a *core) killQueued(e *executor, tid string) {
 	for i, item := range e.queue {
 		ids := item.taskIDs()
 		if !contains(ids, tid) {
@@ -352,7 +352,7 @@ func contains(s []string, x string) bool {
 
 // acknowledge hands the scheduler's acknowledgement to the status update
 // manager; an acknowledged terminal update completes the task.
-func (a *Agent) acknowledge(m *protocol.AgentEvent_Acknowledge) {
+func (a *core) acknowledge(m *protocol.AgentEvent_Acknowledge) {
 	fid, tid := m.GetFrameworkId().GetValue(), m.GetTaskId().GetValue()
 	terminal, err := a.sum.Acknowledge(fid, tid, m.GetUuid())
 	if err != nil {
@@ -372,7 +372,7 @@ func (a *Agent) acknowledge(m *protocol.AgentEvent_Acknowledge) {
 }
 
 // frameworkMessage delivers scheduler data to a subscribed executor.
-func (a *Agent) frameworkMessage(m *protocol.AgentEvent_FrameworkMessage) {
+func (a *core) frameworkMessage(m *protocol.AgentEvent_FrameworkMessage) {
 	fw := a.frameworks[m.GetFrameworkId().GetValue()]
 	var e *executor
 	if fw != nil {
@@ -394,7 +394,7 @@ func (a *Agent) frameworkMessage(m *protocol.AgentEvent_FrameworkMessage) {
 // next backoff retry (up to 10 minutes away), as Mesos's agent resumes its
 // status update manager here; that includes updates of tasks the agent no
 // longer holds (e.g. TASK_LOST for a task of a framework it forgot).
-func (a *Agent) updateFramework(info *mesos.FrameworkInfo) {
+func (a *core) updateFramework(info *mesos.FrameworkInfo) {
 	a.sum.RetryFramework(info.GetId().GetValue())
 	fw := a.frameworks[info.GetId().GetValue()]
 	if fw == nil {
@@ -408,7 +408,7 @@ func (a *Agent) updateFramework(info *mesos.FrameworkInfo) {
 // agent does not know are reported lost (dropped).
 // The framework's capabilities come from the agent's record or, for a
 // framework it never saw (its RUN_TASK was lost), from the master's.
-func (a *Agent) reconcile(m *protocol.AgentEvent_Reconcile) {
+func (a *core) reconcile(m *protocol.AgentEvent_Reconcile) {
 	infos := map[string]*mesos.FrameworkInfo{}
 	for _, info := range m.GetFrameworks() {
 		infos[info.GetId().GetValue()] = info
@@ -435,11 +435,11 @@ func (a *Agent) reconcile(m *protocol.AgentEvent_Reconcile) {
 }
 
 // agentUpdate sends a status update generated by the agent itself.
-func (a *Agent) agentUpdate(fw *framework, e *executor, taskID string, state mesos.TaskState, reason mesos.TaskStatus_Reason, msg string) {
+func (a *core) agentUpdate(fw *framework, e *executor, taskID string, state mesos.TaskState, reason mesos.TaskStatus_Reason, msg string) {
 	a.agentUpdateFor(fw.id, fw, e, taskID, state, reason, msg)
 }
 
-func (a *Agent) agentUpdateFor(fid string, fw *framework, e *executor, taskID string, state mesos.TaskState, reason mesos.TaskStatus_Reason, msg string) {
+func (a *core) agentUpdateFor(fid string, fw *framework, e *executor, taskID string, state mesos.TaskState, reason mesos.TaskStatus_Reason, msg string) {
 	id := uuid.New()
 	st := &mesos.TaskStatus{
 		TaskId:    &mesos.TaskID{Value: proto.String(taskID)},
@@ -447,7 +447,7 @@ func (a *Agent) agentUpdateFor(fid string, fw *framework, e *executor, taskID st
 		Source:    mesos.TaskStatus_SOURCE_AGENT.Enum(),
 		Reason:    reason.Enum(),
 		Message:   proto.String(msg),
-		AgentId:   agentIDProto(a.agentID),
+		AgentId:   agentIDProto(a.sess.agentID),
 		Timestamp: proto.Float64(float64(a.clock.Now().UnixNano()) / 1e9),
 		Uuid:      id[:],
 	}
@@ -460,7 +460,7 @@ func (a *Agent) agentUpdateFor(fid string, fw *framework, e *executor, taskID st
 
 // handleStatus applies a status to the task and hands it to the status
 // update manager; it reports whether the manager took it.
-func (a *Agent) handleStatus(fid string, checkpoint bool, e *executor, st *mesos.TaskStatus) bool {
+func (a *core) handleStatus(fid string, checkpoint bool, e *executor, st *mesos.TaskStatus) bool {
 	if e != nil {
 		if e.updateTaskState(st) && mesos.IsTerminal(st.GetState()) {
 			a.countTerminal(st.GetState())
@@ -482,7 +482,7 @@ func (a *Agent) handleStatus(fid string, checkpoint bool, e *executor, st *mesos
 	return true
 }
 
-func (a *Agent) countTerminal(s mesos.TaskState) {
+func (a *core) countTerminal(s mesos.TaskState) {
 	m := &a.metrics
 	switch s {
 	case mesos.TaskState_TASK_FINISHED:

@@ -87,7 +87,7 @@ func (a *Agent) runTaskGroup(m *protocol.AgentEvent_RunTaskGroup) {
 
 // ensureFramework returns the framework, creating (and checkpointing) it,
 // or refreshing its info.
-func (a *Agent) ensureFramework(info *mesos.FrameworkInfo) *framework {
+func (a *core) ensureFramework(info *mesos.FrameworkInfo) *framework {
 	id := info.GetId().GetValue()
 	fw := a.frameworks[id]
 	if fw == nil {
@@ -102,11 +102,11 @@ func (a *Agent) ensureFramework(info *mesos.FrameworkInfo) *framework {
 	return fw
 }
 
-func (a *Agent) checkpointFramework(fw *framework) {
-	if a.agentID == "" {
+func (a *core) checkpointFramework(fw *framework) {
+	if a.sess.agentID == "" {
 		return
 	}
-	if err := a.meta.checkpointFramework(a.agentID, fw.info); err != nil {
+	if err := a.cp.framework(a.sess.agentID, fw); err != nil {
 		a.log.Warn("checkpointing framework", "framework", fw.id, "err", err)
 	}
 }
@@ -172,8 +172,8 @@ func (a *Agent) launch(fw *framework, info *mesos.ExecutorInfo, kind executorKin
 		}
 	}
 	for _, ti := range tasks {
-		e.addTask(ti, fw.id, a.agentID)
-		if err := a.recordsFor(fw).checkpointTask(a.agentID, fw.id, e.id, e.containerID, ti, !cacheOnly(fw, a.bootID)); err != nil {
+		e.addTask(ti, fw.id, a.sess.agentID)
+		if err := a.cp.task(a.sess.agentID, fw, e, ti); err != nil {
 			a.log.Error("checkpointing task", "framework", fw.id, "task", ti.GetTaskId().GetValue(), "err", err)
 		}
 	}
@@ -247,7 +247,7 @@ func (a *Agent) sandboxDir(fwID, execID, containerID string) string {
 }
 
 func (a *Agent) executorDir(fwID, execID string) string {
-	return filepath.Join(a.cfg.WorkDir, "slaves", safeName(a.agentID), "frameworks", safeName(fwID),
+	return filepath.Join(a.cfg.WorkDir, "slaves", safeName(a.sess.agentID), "frameworks", safeName(fwID),
 		"executors", safeName(execID))
 }
 
@@ -279,7 +279,7 @@ func (a *Agent) newExecutor(fw *framework, info *mesos.ExecutorInfo, kind execut
 	}
 	// Checkpointed before the container starts, so that a restarted agent
 	// knows every container it may find running.
-	if err := a.recordsFor(fw).checkpointExecutor(a.agentID, fw.id, info, kind, cid, !cacheOnly(fw, a.bootID)); err != nil {
+	if err := a.cp.executor(a.sess.agentID, fw, e); err != nil {
 		a.log.Error("checkpointing executor", "framework", fw.id, "executor", e.id, "err", err)
 	}
 	a.attachSandbox(e)
@@ -319,7 +319,7 @@ func (a *Agent) newExecutor(fw *framework, info *mesos.ExecutorInfo, kind execut
 		direct = first.task
 		directCommand(&cfg, first.task)
 	}
-	go a.startContainer(e, cfg, uris, fetch, direct)
+	a.containers.start(e, cfg, uris, fetch, direct)
 	return e
 }
 
@@ -330,7 +330,7 @@ func (a *Agent) newExecutor(fw *framework, info *mesos.ExecutorInfo, kind execut
 func (a *Agent) fetchOptions(fw *framework, info *mesos.ExecutorInfo) fetcher.Options {
 	opts := a.cfg.Fetcher
 	if opts.Cache == nil && opts.CacheDir == "" && a.cfg.FetcherCacheSize > 0 {
-		opts.CacheDir = filepath.Join(a.cfg.FetcherCacheDir, "slaves", safeName(a.agentID))
+		opts.CacheDir = filepath.Join(a.cfg.FetcherCacheDir, "slaves", safeName(a.sess.agentID))
 		opts.CacheSize = a.cfg.FetcherCacheSize
 	}
 	opts.User = info.GetCommand().GetUser()
@@ -485,7 +485,7 @@ func (a *Agent) executorEnv(fw *framework, e *executor) []string {
 	set("MESOS_EXECUTOR_ID", e.id)
 	set("MESOS_DIRECTORY", e.directory)
 	set("MESOS_AGENT_ENDPOINT", a.endpoint)
-	set("MESOS_SLAVE_ID", a.agentID)
+	set("MESOS_SLAVE_ID", a.sess.agentID)
 	set("MESOS_SLAVE_PID", a.pid())
 	set("MESOS_CHECKPOINT", boolFlag(fw.checkpoint()))
 	set("MESOS_HTTP_COMMAND_EXECUTOR", "0")

@@ -82,14 +82,15 @@ func (a *Agent) recoverCheckpoint() error {
 	for _, c := range containers {
 		a.recoveredContainers[c.ID] = c
 	}
-	a.sum = statusupdate.New(statusupdate.Options{Forward: a.forward, Clock: a.clock, MetaDir: a.meta.updatesDir()})
+	a.sumManager = statusupdate.New(statusupdate.Options{Forward: a.forward, Clock: a.clock, MetaDir: a.meta.updatesDir()})
+	a.sum = a.sumManager
 	if rec.info == nil {
 		// A new agent: updates checkpointed for an old identity are moot.
 		_ = removeAll(a.meta.updatesDir())
 	} else {
-		a.agentID = rec.info.GetId().GetValue()
+		a.sess.agentID = rec.info.GetId().GetValue()
 		a.streamsBefore = checkpointedStreams(a.meta.updatesDir())
-		if err := a.sum.Recover(); err != nil {
+		if err := a.sumManager.Recover(); err != nil {
 			// Torn tails are cut back to their valid prefix; the rest of
 			// the streams are recovered.
 			a.metrics.recoveryErrors++
@@ -214,7 +215,7 @@ func (a *Agent) recoverExecutor(fw *framework, re *recoveredExecutor, c containe
 			a.forgetTask(e, tid)
 			continue
 		}
-		t := e.addTask(ti, fw.id, a.agentID)
+		t := e.addTask(ti, fw.id, a.sess.agentID)
 		t.queued = false
 		if hasStream {
 			for _, u := range a.sum.Pending(fw.id, tid) {
@@ -329,31 +330,22 @@ func (a *Agent) finishRecovery() {
 	a.recovered = true
 	a.recoveryTime = a.clock.Now().Sub(a.startTime)
 	a.rec.frameworks = nil
-	a.log.Info("recovery complete", "agent_id", a.agentID, "frameworks", len(a.frameworks), "took", a.recoveryTime)
+	a.log.Info("recovery complete", "agent_id", a.sess.agentID, "frameworks", len(a.frameworks), "took", a.recoveryTime)
 	a.connect()
 }
 
 // forgetTask removes a completed task's checkpoint.
-func (a *Agent) forgetTask(e *executor, taskID string) {
-	if a.agentID == "" {
+func (a *core) forgetTask(e *executor, taskID string) {
+	if a.sess.agentID == "" {
 		return
 	}
-	if err := a.eachMeta(func(m metaDir) error { return m.removeTask(a.agentID, e.fw.id, e.id, e.containerID, taskID) }); err != nil {
+	if err := a.cp.forgetTask(a.sess.agentID, e, taskID); err != nil {
 		a.log.Warn("removing task checkpoint", "task", taskID, "err", err)
 	}
 }
 
-// destroy kills a container off the loop, counting failures.
-func (a *Agent) destroy(id string, grace time.Duration) {
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), grace+time.Minute)
-		defer cancel()
-		if err := a.cz.Destroy(ctx, id, grace); err != nil && !errors.Is(err, containerizer.ErrUnknownContainer) {
-			a.log.Warn("destroying container", "container", id, "err", err)
-			a.post(func() { a.metrics.containerDestroyErrors++ })
-		}
-	}()
-}
+// destroy kills a container through the container sink.
+func (a *core) destroy(id string, grace time.Duration) { a.containers.destroy(id, grace) }
 
 // moveTree moves the files under from (container records an agent without
 // a runtime directory left under meta/) to the same paths under to, then
