@@ -3,7 +3,6 @@ package endpoints
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 
@@ -119,14 +118,11 @@ func (h *handlers) classic(kind classicOperation) http.HandlerFunc {
 			redirectToLeader(w, r, s)
 			return
 		}
-		if r.Method != http.MethodPost {
-			w.Header().Set("Allow", http.MethodPost)
-			writeText(w, http.StatusMethodNotAllowed, "Expecting one of { 'POST' }, but received '"+r.Method+"'")
+		if !requirePost(w, r) {
 			return
 		}
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxCallBody))
-		if err != nil {
-			writeText(w, http.StatusBadRequest, "Failed to read request body: "+err.Error())
+		body, ok := readBody(w, r)
+		if !ok {
 			return
 		}
 		agentID, rs, err := parseOperationForm(string(body), kind.field)

@@ -1,8 +1,6 @@
 package endpoints
 
 import (
-	"errors"
-	"io"
 	"net/http"
 	"net/url"
 )
@@ -17,15 +15,12 @@ func (h *handlers) teardown(w http.ResponseWriter, r *http.Request) {
 		redirectToLeader(w, r, s)
 		return
 	}
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		writeText(w, http.StatusMethodNotAllowed, "Expecting one of { 'POST' }, but received '"+r.Method+"'")
+	if !requirePost(w, r) {
 		return
 	}
 	// Mesos decodes the body as a form whatever its Content-Type says.
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxCallBody))
-	if err != nil {
-		writeText(w, http.StatusBadRequest, "Failed to read request body: "+err.Error())
+	body, ok := readBody(w, r)
+	if !ok {
 		return
 	}
 	form, err := url.ParseQuery(string(body))
@@ -47,14 +42,11 @@ func (h *handlers) teardown(w http.ResponseWriter, r *http.Request) {
 // the agent was told, 400 for a missing field, 404 for an unknown
 // framework or task, 409 for one that already ended.
 func (h *handlers) killTask(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		writeText(w, http.StatusMethodNotAllowed, "Expecting one of { 'POST' }, but received '"+r.Method+"'")
+	if !requirePost(w, r) {
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxCallBody))
-	if err != nil {
-		writeText(w, http.StatusBadRequest, "Failed to read request body: "+err.Error())
+	body, ok := readBody(w, r)
+	if !ok {
 		return
 	}
 	form, err := url.ParseQuery(string(body))
@@ -69,12 +61,7 @@ func (h *handlers) killTask(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if err := h.src.KillTask(r.Context(), principal(r), form.Get("frameworkId"), form.Get("taskId")); err != nil {
-		status := http.StatusServiceUnavailable
-		var se interface{ HTTPStatus() int }
-		if errors.As(err, &se) {
-			status = se.HTTPStatus()
-		}
-		writeText(w, status, "Failed to kill task: "+err.Error())
+		writeText(w, errorStatus(err), "Failed to kill task: "+err.Error())
 		return
 	}
 	w.WriteHeader(http.StatusOK)
