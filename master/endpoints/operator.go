@@ -55,10 +55,7 @@ func validateCall(c *masterpb.Call) error {
 		return errors.New("Expecting 'type' to be present")
 	}
 	if name, ok := requiredSubMessage[c.GetType()]; ok {
-		fd := c.ProtoReflect().Descriptor().Fields().ByName(name)
-		if fd == nil || !c.ProtoReflect().Has(fd) {
-			return fmt.Errorf("Expecting '%s' to be present", name)
-		}
+		return opapi.RequirePresent(c, name)
 	}
 	return nil
 }
