@@ -15,14 +15,11 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
 	"mezzo/api/codec"
 	"mezzo/api/mesos"
-	"mezzo/api/protocol"
 	"mezzo/master"
 	"mezzo/master/endpoints"
-	"mezzo/resources"
+	"mezzo/master/mastertest"
 )
 
 // The reservations page's data functions (static/js/reservations.js) read
@@ -231,50 +228,7 @@ func masterWithAgent(t *testing.T, agentRes string) (*master.Master, *http.Serve
 	}
 	m.Start()
 	t.Cleanup(m.Stop)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	st, err := m.SubscribeAgent(ctx, master.Principal{}, &protocol.AgentCall{
-		Type: protocol.AgentCall_SUBSCRIBE.Enum(),
-		Subscribe: &protocol.AgentCall_Subscribe{
-			AgentInfo: &mesos.AgentInfo{Hostname: proto.String("a1"), Port: proto.Int32(5051),
-				Resources: resources.MustParse(agentRes).Proto()},
-			Endpoint: proto.String("10.0.0.2:5051"),
-			Version:  protocol.Version_VERSION_1.Enum(),
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var id string
-	deadline := time.After(10 * time.Second)
-	for id == "" {
-		select {
-		case <-st.Ready():
-			evs, ended := st.Drain()
-			if ended {
-				t.Fatal("the master ended the agent's stream")
-			}
-			for _, ev := range evs {
-				if ev.GetType() == protocol.AgentEvent_SUBSCRIBED {
-					id = ev.GetSubscribed().GetAgentId().GetValue()
-				}
-			}
-		case <-deadline:
-			t.Fatal("the agent was not admitted")
-		}
-	}
-	go func() {
-		for {
-			select {
-			case <-st.Ready():
-				if _, ended := st.Drain(); ended {
-					return
-				}
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
+	id, _ := mastertest.SubscribeAgent(t, m, agentRes)
 	for end := time.Now().Add(10 * time.Second); !strings.Contains(agentIDs(m), id); {
 		if time.Now().After(end) {
 			t.Fatal("the agent never showed in the snapshot")
