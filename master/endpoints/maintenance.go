@@ -103,15 +103,7 @@ func (h *handlers) maintenanceStatus(w http.ResponseWriter, r *http.Request) {
 // /master/machine/up: the body is a JSON array of MachineID.
 func (h *handlers) machines(up bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		s := h.snapshot()
-		if !s.Elected {
-			redirectToLeader(w, r, s)
-			return
-		}
-		if !requirePost(w, r) {
-			return
-		}
-		body, ok := readBody(w, r)
+		body, ok := h.leaderPostBody(w, r)
 		if !ok {
 			return
 		}

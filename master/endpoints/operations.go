@@ -113,15 +113,7 @@ var (
 // slaveId=<id>&<field>=<JSON array of Resource>. Only the leader answers.
 func (h *handlers) classic(kind classicOperation) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		s := h.snapshot()
-		if !s.Elected {
-			redirectToLeader(w, r, s)
-			return
-		}
-		if !requirePost(w, r) {
-			return
-		}
-		body, ok := readBody(w, r)
+		body, ok := h.leaderPostBody(w, r)
 		if !ok {
 			return
 		}

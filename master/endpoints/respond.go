@@ -123,6 +123,21 @@ func requirePost(w http.ResponseWriter, r *http.Request) bool {
 	return false
 }
 
+// leaderPostBody runs what the classic POST endpoints check first: only the
+// leader answers (307 to it, 503 without one), then requirePost, then
+// readBody. It returns the body, or false once it has answered.
+func (h *handlers) leaderPostBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	s := h.snapshot()
+	if !s.Elected {
+		redirectToLeader(w, r, s)
+		return nil, false
+	}
+	if !requirePost(w, r) {
+		return nil, false
+	}
+	return readBody(w, r)
+}
+
 // readBody reads r's body up to maxCallBody; on failure it answers 400 and
 // reports false.
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {

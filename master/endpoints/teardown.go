@@ -10,16 +10,8 @@ import (
 // success, 400 for a missing or unknown framework. Like the operator API it
 // is answered only by the leading master.
 func (h *handlers) teardown(w http.ResponseWriter, r *http.Request) {
-	s := h.snapshot()
-	if !s.Elected {
-		redirectToLeader(w, r, s)
-		return
-	}
-	if !requirePost(w, r) {
-		return
-	}
 	// Mesos decodes the body as a form whatever its Content-Type says.
-	body, ok := readBody(w, r)
+	body, ok := h.leaderPostBody(w, r)
 	if !ok {
 		return
 	}
