@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -135,16 +134,7 @@ func TestReservationsPagesRender(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "state.json"), get(t, mux, "/master/state"), 0o644)
 	os.WriteFile(filepath.Join(dir, "slaves.json"), withVolumeInUse(t, get(t, mux, "/master/slaves"), volume), 0o644)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, nodeBin, filepath.Join("testdata", "render.js"), dir).Output()
-	if err != nil {
-		var stderr string
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = string(ee.Stderr)
-		}
-		t.Fatalf("node: %v\n%s", err, stderr)
-	}
+	out := runNode(t, nodeBin, filepath.Join("testdata", "render.js"), dir)
 	var pages struct {
 		Reservations, Agent string
 		Asked               []string
@@ -199,17 +189,7 @@ vm.runInContext(fs.readFileSync(process.argv[1], "utf8") +
   "\nglobalThis.out = {reservations: reservationRows(doc.slaves), roles: roleReservations(doc.slaves), volumes: volumeRows(doc.slaves)};", ctx);
 process.stdout.write(JSON.stringify(ctx.out));
 `
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, nodeBin, "-e", script, filepath.Join("..", "ui", "static", "js", "reservations.js"), in)
-	out, err := cmd.Output()
-	if err != nil {
-		var stderr string
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = string(ee.Stderr)
-		}
-		t.Fatalf("node: %v\n%s", err, stderr)
-	}
+	out := runNode(t, nodeBin, "-e", script, filepath.Join("..", "ui", "static", "js", "reservations.js"), in)
 	var rows pageRows
 	if err := json.Unmarshal(out, &rows); err != nil {
 		t.Fatalf("node's output %q: %v", out, err)
