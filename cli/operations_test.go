@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -17,9 +16,9 @@ import (
 	"mezzo/api/codec"
 	"mezzo/api/masterpb"
 	"mezzo/api/mesos"
-	"mezzo/api/protocol"
 	"mezzo/master"
 	"mezzo/master/endpoints"
+	"mezzo/master/mastertest"
 	"mezzo/resources"
 )
 
@@ -42,50 +41,7 @@ func startRealMaster(t *testing.T, agentRes string) *realMaster {
 	}
 	m.Start()
 	t.Cleanup(m.Stop)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	st, err := m.SubscribeAgent(ctx, master.Principal{}, &protocol.AgentCall{
-		Type: protocol.AgentCall_SUBSCRIBE.Enum(),
-		Subscribe: &protocol.AgentCall_Subscribe{
-			AgentInfo: &mesos.AgentInfo{Hostname: proto.String("a1"), Port: proto.Int32(5051),
-				Resources: resources.MustParse(agentRes).Proto()},
-			Endpoint: proto.String("10.0.0.2:5051"),
-			Version:  protocol.Version_VERSION_1.Enum(),
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var id string
-	deadline := time.After(10 * time.Second)
-	for id == "" {
-		select {
-		case <-st.Ready():
-			evs, ended := st.Drain()
-			if ended {
-				t.Fatal("the master ended the agent's stream")
-			}
-			for _, ev := range evs {
-				if ev.GetType() == protocol.AgentEvent_SUBSCRIBED {
-					id = ev.GetSubscribed().GetAgentId().GetValue()
-				}
-			}
-		case <-deadline:
-			t.Fatal("the agent was not admitted")
-		}
-	}
-	go func() {
-		for {
-			select {
-			case <-st.Ready():
-				if _, ended := st.Drain(); ended {
-					return
-				}
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
+	id, _ := mastertest.SubscribeAgent(t, m, agentRes)
 	mux := http.NewServeMux()
 	endpoints.Register(mux, m, endpoints.Options{})
 	srv := httptest.NewServer(mux)

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 )
@@ -52,13 +51,8 @@ func TestCompatAgentOperatorAPI(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("mezzo run: exit %d:\n%s", code, out)
 	}
-	var state struct {
-		Slaves []struct{ ID, PID string } `json:"slaves"`
-	}
-	if err := getJSON(c.url("/master/state"), &state); err != nil || len(state.Slaves) != 1 {
-		t.Fatalf("master state: %v %+v", err, state)
-	}
-	agentURL := "http://" + state.Slaves[0].PID[strings.Index(state.Slaves[0].PID, "@")+1:]
+	agentID, agentAddr := onlyAgent(t, c)
+	agentURL := "http://" + agentAddr
 	var st struct {
 		CompletedFrameworks []struct {
 			CompletedExecutors []struct{ Directory string } `json:"completed_executors"`
@@ -85,7 +79,7 @@ func TestCompatAgentOperatorAPI(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("agentops: exit %d:\n%s", code, out)
 			}
-			mustContain(t, out, "GET_AGENT id="+state.Slaves[0].ID, "GET_TASKS task=compat-task state=TASK_FINISHED",
+			mustContain(t, out, "GET_AGENT id="+agentID, "GET_TASKS task=compat-task state=TASK_FINISHED",
 				"LIST_FILES path="+dir+"/stdout", `compat-marker`, "GET_LOGGING_LEVEL level=1", "GET_VERSION version=1.")
 		})
 	}

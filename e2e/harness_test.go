@@ -195,6 +195,20 @@ func runCmd(t *testing.T, timeout time.Duration, name string, args ...string) (i
 	return code, out.String()
 }
 
+// onlyAgent is the ID and host:port of the cluster's one agent, as the
+// master's /master/state lists it (its PID is slave(1)@host:port).
+func onlyAgent(t *testing.T, c *cluster) (id, addr string) {
+	t.Helper()
+	var state struct {
+		Slaves []struct{ ID, PID string } `json:"slaves"`
+	}
+	if err := getJSON(c.url("/master/state"), &state); err != nil || len(state.Slaves) != 1 {
+		t.Fatalf("master state: %v %+v", err, state)
+	}
+	pid := state.Slaves[0].PID
+	return state.Slaves[0].ID, pid[strings.Index(pid, "@")+1:]
+}
+
 func getJSON(url string, v any) error {
 	client := &http.Client{Timeout: 2 * time.Second}
 	resp, err := client.Get(url)

@@ -62,13 +62,8 @@ func TestOperatorAPIOfARealCluster(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("mezzo run: exit %d:\n%s", code, out)
 	}
-	var state struct {
-		Slaves []struct{ ID, PID string } `json:"slaves"`
-	}
-	if err := getJSON(c.url("/master/state"), &state); err != nil || len(state.Slaves) != 1 {
-		t.Fatalf("master state: %v %+v", err, state)
-	}
-	agentURL := "http://" + state.Slaves[0].PID[strings.Index(state.Slaves[0].PID, "@")+1:]
+	agentID, agentAddr := onlyAgent(t, c)
+	agentURL := "http://" + agentAddr
 	api := agentURL + "/api/v1"
 
 	var agent struct {
@@ -80,8 +75,8 @@ func TestOperatorAPIOfARealCluster(t *testing.T) {
 		} `json:"get_agent"`
 	}
 	postJSON(t, api, `{"type":"GET_AGENT"}`, &agent)
-	if agent.Type != "GET_AGENT" || agent.GetAgent.AgentInfo.ID.Value != state.Slaves[0].ID {
-		t.Errorf("GET_AGENT = %+v, want agent %s", agent, state.Slaves[0].ID)
+	if agent.Type != "GET_AGENT" || agent.GetAgent.AgentInfo.ID.Value != agentID {
+		t.Errorf("GET_AGENT = %+v, want agent %s", agent, agentID)
 	}
 
 	// The task ended; the agent lists it as terminated or completed.

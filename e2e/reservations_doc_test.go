@@ -1,62 +1,18 @@
 package e2e
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 )
 
 // The walk-through in docs/reservations.md is a script a user pastes: run
 // it as written (on free ports, with the freshly built mezzo first on the
 // PATH) and require it to succeed and print what the document promises.
 func TestReservationsDocWalkthrough(t *testing.T) {
-	for _, tool := range []string{"bash", "curl"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is not installed: the documented walk-through needs it", tool)
-		}
-	}
-	doc, err := os.ReadFile(filepath.Join(repoRoot, "docs", "reservations.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := string(doc)
-	start := strings.Index(text, "## Walk-through")
-	if start < 0 {
-		t.Fatal("docs/reservations.md has no walk-through")
-	}
-	open := strings.Index(text[start:], "```sh\n")
-	if open < 0 {
-		t.Fatal("the walk-through has no sh block")
-	}
-	body := text[start+open+len("```sh\n"):]
-	script := body[:strings.Index(body, "```")]
-	// The document's ports, each replaced by a free one (masters need their
-	// port + 1000 free too, for Raft).
-	ports := map[string]string{}
-	for _, p := range []string{"5050", "5060", "5070"} {
-		ports[p] = strconv.Itoa(freeMasterPort(t))
-	}
-	ports["5051"] = strconv.Itoa(freePort(t))
-	for from := range ports {
-		script = strings.ReplaceAll(script, from, "@"+from+"@")
-	}
-	for from, to := range ports {
-		script = strings.ReplaceAll(script, "@"+from+"@", to)
-	}
-	work := t.TempDir()
-	file := filepath.Join(work, "walkthrough.sh")
-	if err := os.WriteFile(file, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	// The script's exit code is its last line's (stopping the processes,
 	// one of which the walk-through killed already): the output says
 	// whether every step did what the document promises.
-	out := runScript(t, 240*time.Second, work, file)
+	out := runDocWalkthrough(t, "reservations.md")
 	mustContain(t, out,
 		"Reserved cpus(db):1 (principal ops)",
 		"Created volume pgdata (512MB, role db)",
@@ -66,39 +22,5 @@ func TestReservationsDocWalkthrough(t *testing.T) {
 		"Unreserved cpus(db):1 (principal ops)")
 	if n := strings.Count(out, "reader TASK_FINISHED"); n != 2 {
 		t.Fatalf("the reader finished %d times, want 2 (before and after the failovers):\n%s", n, out)
-	}
-}
-
-// runScript runs a bash script with mezzo first on the PATH, in dir, in
-// its own process group, which is killed when the script ends (the
-// processes it left in the background) or times out.
-func runScript(t *testing.T, timeout time.Duration, dir, file string) string {
-	t.Helper()
-	cmd := exec.Command("bash", file)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH"), "TMPDIR="+dir)
-	var out lockedWriter
-	var buf strings.Builder
-	out.w = &buf
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	defer syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	select {
-	case <-done:
-		out.mu.Lock()
-		defer out.mu.Unlock()
-		return buf.String()
-	case <-time.After(timeout):
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-done
-		out.mu.Lock()
-		defer out.mu.Unlock()
-		t.Fatalf("the walk-through did not finish within %v:\n%s", timeout, buf.String())
-		return ""
 	}
 }

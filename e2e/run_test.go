@@ -42,15 +42,7 @@ func TestSandboxStdoutThroughFiles(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
-	var state struct {
-		Slaves []struct {
-			PID string `json:"pid"`
-		} `json:"slaves"`
-	}
-	if err := getJSON(c.url("/master/state"), &state); err != nil || len(state.Slaves) != 1 {
-		t.Fatalf("master state: %v %+v", err, state)
-	}
-	agentAddr := state.Slaves[0].PID[strings.Index(state.Slaves[0].PID, "@")+1:]
+	_, agentAddr := onlyAgent(t, c)
 	// The executor's directory is listed under frameworks[].executors while
 	// it winds down and under completed_* afterwards: poll until it shows.
 	type executors struct {

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 
 	"google.golang.org/protobuf/proto"
@@ -45,10 +44,7 @@ func validateCall(c *agentpb.Call) error {
 		return errors.New("Expecting 'type' to be present")
 	}
 	if name, ok := requiredSubMessage[c.GetType()]; ok {
-		fd := c.ProtoReflect().Descriptor().Fields().ByName(name)
-		if fd == nil || !c.ProtoReflect().Has(fd) {
-			return fmt.Errorf("Expecting '%s' to be present", name)
-		}
+		return opapi.RequirePresent(c, name)
 	}
 	return nil
 }

@@ -7,12 +7,14 @@ package opapi
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"sort"
 	"strconv"
 	"time"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"mezzo/api/codec"
 	"mezzo/api/mesos"
@@ -46,6 +48,17 @@ func Flags(flags map[string]string) []*mesos.Flag {
 		out = append(out, &mesos.Flag{Name: proto.String(k), Value: proto.String(flags[k])})
 	}
 	return out
+}
+
+// RequirePresent checks that call has its sub-message name set, as Mesos's
+// call validation requires of each call type that carries one; the error
+// names the missing field.
+func RequirePresent(call proto.Message, name protoreflect.Name) error {
+	m := call.ProtoReflect()
+	if fd := m.Descriptor().Fields().ByName(name); fd == nil || !m.Has(fd) {
+		return fmt.Errorf("Expecting '%s' to be present", name)
+	}
+	return nil
 }
 
 // ErrNoLogging is SetLoggingLevel's refusal when the process was built

@@ -3,7 +3,6 @@ package endpoints
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 
 	"google.golang.org/protobuf/proto"
@@ -69,9 +68,8 @@ func (h *handlers) maintenanceSchedule(w http.ResponseWriter, r *http.Request) {
 	case http.MethodGet, http.MethodHead:
 		h.writeProtoJSON(w, r, maintenanceOf(s).Schedule)
 	case http.MethodPost:
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxCallBody))
-		if err != nil {
-			writeText(w, http.StatusBadRequest, "Failed to read request body: "+err.Error())
+		body, ok := readBody(w, r)
+		if !ok {
 			return
 		}
 		sched := &maintenancepb.Schedule{}
@@ -105,19 +103,8 @@ func (h *handlers) maintenanceStatus(w http.ResponseWriter, r *http.Request) {
 // /master/machine/up: the body is a JSON array of MachineID.
 func (h *handlers) machines(up bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		s := h.snapshot()
-		if !s.Elected {
-			redirectToLeader(w, r, s)
-			return
-		}
-		if r.Method != http.MethodPost {
-			w.Header().Set("Allow", "POST")
-			writeText(w, http.StatusMethodNotAllowed, "Expecting one of { 'POST' }, but received '"+r.Method+"'")
-			return
-		}
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxCallBody))
-		if err != nil {
-			writeText(w, http.StatusBadRequest, "Failed to read request body: "+err.Error())
+		body, ok := h.leaderPostBody(w, r)
+		if !ok {
 			return
 		}
 		ids, err := parseMachineIDs(body)

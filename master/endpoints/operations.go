@@ -3,7 +3,6 @@ package endpoints
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 
@@ -114,19 +113,8 @@ var (
 // slaveId=<id>&<field>=<JSON array of Resource>. Only the leader answers.
 func (h *handlers) classic(kind classicOperation) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		s := h.snapshot()
-		if !s.Elected {
-			redirectToLeader(w, r, s)
-			return
-		}
-		if r.Method != http.MethodPost {
-			w.Header().Set("Allow", http.MethodPost)
-			writeText(w, http.StatusMethodNotAllowed, "Expecting one of { 'POST' }, but received '"+r.Method+"'")
-			return
-		}
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxCallBody))
-		if err != nil {
-			writeText(w, http.StatusBadRequest, "Failed to read request body: "+err.Error())
+		body, ok := h.leaderPostBody(w, r)
+		if !ok {
 			return
 		}
 		agentID, rs, err := parseOperationForm(string(body), kind.field)

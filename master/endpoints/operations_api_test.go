@@ -2,7 +2,6 @@ package endpoints
 
 import (
 	"bytes"
-	"context"
 	"io"
 	"log/slog"
 	"net/http"
@@ -17,9 +16,9 @@ import (
 	"mezzo/api/codec"
 	"mezzo/api/masterpb"
 	"mezzo/api/mesos"
-	"mezzo/api/protocol"
 	"mezzo/internal/clock"
 	"mezzo/master"
+	"mezzo/master/mastertest"
 	"mezzo/resources"
 )
 
@@ -42,39 +41,7 @@ func masterWithAgent(t testing.TB) (*master.Master, *http.ServeMux, string) {
 	}
 	m.Start()
 	t.Cleanup(m.Stop)
-	// The stream lives as long as ctx: until the test ends.
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	st, err := m.SubscribeAgent(ctx, master.Principal{}, &protocol.AgentCall{
-		Type: protocol.AgentCall_SUBSCRIBE.Enum(),
-		Subscribe: &protocol.AgentCall_Subscribe{
-			AgentInfo: &mesos.AgentInfo{Hostname: proto.String("a1"), Port: proto.Int32(5051),
-				Resources: resources.MustParse(agentResources).Proto()},
-			Endpoint: proto.String("10.0.0.2:5051"),
-			Version:  protocol.Version_VERSION_1.Enum(),
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.After(10 * time.Second)
-	var id string
-	for id == "" {
-		select {
-		case <-st.Ready():
-			evs, ended := st.Drain()
-			if ended {
-				t.Fatal("the master ended the agent's stream")
-			}
-			for _, ev := range evs {
-				if ev.GetType() == protocol.AgentEvent_SUBSCRIBED {
-					id = ev.GetSubscribed().GetAgentId().GetValue()
-				}
-			}
-		case <-deadline:
-			t.Fatal("the agent was not admitted")
-		}
-	}
+	id, st := mastertest.SubscribeAgent(t, m, agentResources)
 	// The snapshot is published after the loop's batch: wait for it.
 	for end := time.Now().Add(10 * time.Second); !inSnapshot(m.Snapshot(), id); {
 		if time.Now().After(end) {
@@ -82,20 +49,7 @@ func masterWithAgent(t testing.TB) (*master.Master, *http.ServeMux, string) {
 		}
 		time.Sleep(time.Millisecond) // polling interval, bounded by the deadline
 	}
-	done := make(chan struct{})
-	go func() {
-		for {
-			select {
-			case <-st.Ready():
-				if _, ended := st.Drain(); ended {
-					return
-				}
-			case <-done:
-				return
-			}
-		}
-	}()
-	t.Cleanup(func() { close(done); st.Close() })
+	t.Cleanup(st.Close)
 	mux := http.NewServeMux()
 	Register(mux, m, Options{Version: "1.12.0", Clock: clk})
 	return m, mux, id

@@ -3,7 +3,6 @@ package endpoints
 import (
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -56,10 +55,7 @@ func validateCall(c *masterpb.Call) error {
 		return errors.New("Expecting 'type' to be present")
 	}
 	if name, ok := requiredSubMessage[c.GetType()]; ok {
-		fd := c.ProtoReflect().Descriptor().Fields().ByName(name)
-		if fd == nil || !c.ProtoReflect().Has(fd) {
-			return fmt.Errorf("Expecting '%s' to be present", name)
-		}
+		return opapi.RequirePresent(c, name)
 	}
 	return nil
 }
@@ -74,9 +70,7 @@ func (h *handlers) operator(w http.ResponseWriter, r *http.Request) {
 		redirectToLeader(w, r, s)
 		return
 	}
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		writeText(w, http.StatusMethodNotAllowed, "Expecting one of { 'POST' }, but received '"+r.Method+"'")
+	if !requirePost(w, r) {
 		return
 	}
 	reqType, code, err := codec.RequestType(r)
@@ -84,9 +78,8 @@ func (h *handlers) operator(w http.ResponseWriter, r *http.Request) {
 		writeText(w, code, err.Error())
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxCallBody))
-	if err != nil {
-		writeText(w, http.StatusBadRequest, "Failed to read request body: "+err.Error())
+	body, ok := readBody(w, r)
+	if !ok {
 		return
 	}
 	call := &masterpb.Call{}
@@ -178,11 +171,7 @@ func (h *handlers) teardownFramework(w http.ResponseWriter, r *http.Request, id 
 	if err := h.src.Teardown(r.Context(), principal(r), id); err != nil {
 		// The framework may have gone between the check and the call; an
 		// error that knows its HTTP status (master.APIError) decides.
-		status := http.StatusServiceUnavailable
-		var se interface{ HTTPStatus() int }
-		if errors.As(err, &se) {
-			status = se.HTTPStatus()
-		}
+		status := errorStatus(err)
 		if !hasFramework(h.snapshot(), id) {
 			status = http.StatusBadRequest
 		}

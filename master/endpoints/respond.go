@@ -3,6 +3,7 @@ package endpoints
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -109,6 +110,43 @@ func writeText(w http.ResponseWriter, code int, msg string) {
 	w.Header().Set("Content-Length", strconv.Itoa(len(msg)))
 	w.WriteHeader(code)
 	w.Write([]byte(msg))
+}
+
+// requirePost answers 405 (with Allow: POST) unless r is a POST, and
+// reports whether the handler may go on.
+func requirePost(w http.ResponseWriter, r *http.Request) bool {
+	if r.Method == http.MethodPost {
+		return true
+	}
+	w.Header().Set("Allow", http.MethodPost)
+	writeText(w, http.StatusMethodNotAllowed, "Expecting one of { 'POST' }, but received '"+r.Method+"'")
+	return false
+}
+
+// leaderPostBody runs what the classic POST endpoints check first: only the
+// leader answers (307 to it, 503 without one), then requirePost, then
+// readBody. It returns the body, or false once it has answered.
+func (h *handlers) leaderPostBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	s := h.snapshot()
+	if !s.Elected {
+		redirectToLeader(w, r, s)
+		return nil, false
+	}
+	if !requirePost(w, r) {
+		return nil, false
+	}
+	return readBody(w, r)
+}
+
+// readBody reads r's body up to maxCallBody; on failure it answers 400 and
+// reports false.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxCallBody))
+	if err != nil {
+		writeText(w, http.StatusBadRequest, "Failed to read request body: "+err.Error())
+		return nil, false
+	}
+	return body, true
 }
 
 // build describes this binary for /master/state and GET_VERSION.

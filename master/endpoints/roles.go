@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"sort"
 	"strings"
@@ -118,12 +117,17 @@ func (h *handlers) writeEmptyOr(w http.ResponseWriter, err error) {
 // writeError answers err with the status it carries (master.APIError),
 // 503 for a context or stop error without one.
 func writeError(w http.ResponseWriter, err error) {
-	status := http.StatusServiceUnavailable
+	writeText(w, errorStatus(err), err.Error())
+}
+
+// errorStatus is the HTTP status err carries (master.APIError), or 503 for
+// a context or stop error without one.
+func errorStatus(err error) int {
 	var se interface{ HTTPStatus() int }
 	if errors.As(err, &se) {
-		status = se.HTTPStatus()
+		return se.HTTPStatus()
 	}
-	writeText(w, status, err.Error())
+	return http.StatusServiceUnavailable
 }
 
 // weights serves /master/weights: GET lists the configured weights as a
@@ -139,9 +143,8 @@ func (h *handlers) weights(w http.ResponseWriter, r *http.Request) {
 	case http.MethodGet, http.MethodHead:
 		h.writeProtoArray(w, r, weightsOf(s))
 	case http.MethodPut:
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxCallBody))
-		if err != nil {
-			writeText(w, http.StatusBadRequest, "Failed to read request body: "+err.Error())
+		body, ok := readBody(w, r)
+		if !ok {
 			return
 		}
 		var raw []json.RawMessage
@@ -195,9 +198,8 @@ func (h *handlers) quota(w http.ResponseWriter, r *http.Request) {
 			opapi.NoEndpoint(w, r, "master")
 			return
 		}
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxCallBody))
-		if err != nil {
-			writeText(w, http.StatusBadRequest, "Failed to read request body: "+err.Error())
+		body, ok := readBody(w, r)
+		if !ok {
 			return
 		}
 		req := &quotapb.QuotaRequest{}

@@ -1,8 +1,6 @@
 package endpoints
 
 import (
-	"errors"
-	"io"
 	"net/http"
 	"net/url"
 )
@@ -12,20 +10,9 @@ import (
 // success, 400 for a missing or unknown framework. Like the operator API it
 // is answered only by the leading master.
 func (h *handlers) teardown(w http.ResponseWriter, r *http.Request) {
-	s := h.snapshot()
-	if !s.Elected {
-		redirectToLeader(w, r, s)
-		return
-	}
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		writeText(w, http.StatusMethodNotAllowed, "Expecting one of { 'POST' }, but received '"+r.Method+"'")
-		return
-	}
 	// Mesos decodes the body as a form whatever its Content-Type says.
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxCallBody))
-	if err != nil {
-		writeText(w, http.StatusBadRequest, "Failed to read request body: "+err.Error())
+	body, ok := h.leaderPostBody(w, r)
+	if !ok {
 		return
 	}
 	form, err := url.ParseQuery(string(body))
@@ -47,14 +34,11 @@ func (h *handlers) teardown(w http.ResponseWriter, r *http.Request) {
 // the agent was told, 400 for a missing field, 404 for an unknown
 // framework or task, 409 for one that already ended.
 func (h *handlers) killTask(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		writeText(w, http.StatusMethodNotAllowed, "Expecting one of { 'POST' }, but received '"+r.Method+"'")
+	if !requirePost(w, r) {
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxCallBody))
-	if err != nil {
-		writeText(w, http.StatusBadRequest, "Failed to read request body: "+err.Error())
+	body, ok := readBody(w, r)
+	if !ok {
 		return
 	}
 	form, err := url.ParseQuery(string(body))
@@ -69,12 +53,7 @@ func (h *handlers) killTask(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if err := h.src.KillTask(r.Context(), principal(r), form.Get("frameworkId"), form.Get("taskId")); err != nil {
-		status := http.StatusServiceUnavailable
-		var se interface{ HTTPStatus() int }
-		if errors.As(err, &se) {
-			status = se.HTTPStatus()
-		}
-		writeText(w, status, "Failed to kill task: "+err.Error())
+		writeText(w, errorStatus(err), "Failed to kill task: "+err.Error())
 		return
 	}
 	w.WriteHeader(http.StatusOK)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -37,16 +36,7 @@ func TestDrainedAgentRenders(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "state.json"), state, 0o644)
 	os.WriteFile(filepath.Join(dir, "slaves.json"), get(t, mux, "/master/slaves"), 0o644)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, nodeBin, filepath.Join("testdata", "render.js"), dir).Output()
-	if err != nil {
-		var stderr string
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = string(ee.Stderr)
-		}
-		t.Fatalf("node: %v\n%s", err, stderr)
-	}
+	out := runNode(t, nodeBin, filepath.Join("testdata", "render.js"), dir)
 	var pages struct{ Agent string }
 	if err := json.Unmarshal(out, &pages); err != nil {
 		t.Fatalf("node's output %q: %v", out, err)

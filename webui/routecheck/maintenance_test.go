@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -92,12 +91,7 @@ vm.runInContext(fs.readFileSync(process.argv[1], "utf8") +
   "\nglobalThis.out = {machines: maintenanceRows(doc.schedule, doc.status), offers: inverseOfferRows(doc.frameworks)};", ctx);
 process.stdout.write(JSON.stringify(ctx.out));
 `
-	cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer ccancel()
-	out, err := exec.CommandContext(cctx, nodeBin, "-e", script, filepath.Join("..", "ui", "static", "js", "maintenance.js"), in).Output()
-	if err != nil {
-		t.Fatalf("node: %v", err)
-	}
+	out := runNode(t, nodeBin, "-e", script, filepath.Join("..", "ui", "static", "js", "maintenance.js"), in)
 	var got struct {
 		Machines []map[string]any `json:"machines"`
 		Offers   []map[string]any `json:"offers"`
@@ -122,14 +116,7 @@ process.stdout.write(JSON.stringify(ctx.out));
 			t.Fatal(err)
 		}
 	}
-	out, err = exec.CommandContext(cctx, nodeBin, filepath.Join("testdata", "render_maintenance.js"), dir).Output()
-	if err != nil {
-		var stderr string
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = string(ee.Stderr)
-		}
-		t.Fatalf("node: %v\n%s", err, stderr)
-	}
+	out = runNode(t, nodeBin, filepath.Join("testdata", "render_maintenance.js"), dir)
 	var page struct {
 		Page  string
 		Asked []string

@@ -1,9 +1,11 @@
 package routecheck
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"testing"
+	"time"
 )
 
 // needNode returns the path of node, which runs the pages' own code in
@@ -20,4 +22,21 @@ func needNode(t *testing.T, why string) string {
 		t.Skip(why)
 	}
 	return nodeBin
+}
+
+// runNode runs node (nodeBin, from needNode) with args, allowing it 30s,
+// and returns its stdout; a failure ends the test with node's stderr.
+func runNode(t *testing.T, nodeBin string, args ...string) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, nodeBin, args...).Output()
+	if err != nil {
+		var stderr string
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		t.Fatalf("node: %v\n%s", err, stderr)
+	}
+	return out
 }

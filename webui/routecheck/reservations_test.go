@@ -8,21 +8,17 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
 	"mezzo/api/codec"
 	"mezzo/api/mesos"
-	"mezzo/api/protocol"
 	"mezzo/master"
 	"mezzo/master/endpoints"
-	"mezzo/resources"
+	"mezzo/master/mastertest"
 )
 
 // The reservations page's data functions (static/js/reservations.js) read
@@ -138,16 +134,7 @@ func TestReservationsPagesRender(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "state.json"), get(t, mux, "/master/state"), 0o644)
 	os.WriteFile(filepath.Join(dir, "slaves.json"), withVolumeInUse(t, get(t, mux, "/master/slaves"), volume), 0o644)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, nodeBin, filepath.Join("testdata", "render.js"), dir).Output()
-	if err != nil {
-		var stderr string
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = string(ee.Stderr)
-		}
-		t.Fatalf("node: %v\n%s", err, stderr)
-	}
+	out := runNode(t, nodeBin, filepath.Join("testdata", "render.js"), dir)
 	var pages struct {
 		Reservations, Agent string
 		Asked               []string
@@ -202,17 +189,7 @@ vm.runInContext(fs.readFileSync(process.argv[1], "utf8") +
   "\nglobalThis.out = {reservations: reservationRows(doc.slaves), roles: roleReservations(doc.slaves), volumes: volumeRows(doc.slaves)};", ctx);
 process.stdout.write(JSON.stringify(ctx.out));
 `
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, nodeBin, "-e", script, filepath.Join("..", "ui", "static", "js", "reservations.js"), in)
-	out, err := cmd.Output()
-	if err != nil {
-		var stderr string
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = string(ee.Stderr)
-		}
-		t.Fatalf("node: %v\n%s", err, stderr)
-	}
+	out := runNode(t, nodeBin, "-e", script, filepath.Join("..", "ui", "static", "js", "reservations.js"), in)
 	var rows pageRows
 	if err := json.Unmarshal(out, &rows); err != nil {
 		t.Fatalf("node's output %q: %v", out, err)
@@ -231,50 +208,7 @@ func masterWithAgent(t *testing.T, agentRes string) (*master.Master, *http.Serve
 	}
 	m.Start()
 	t.Cleanup(m.Stop)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	st, err := m.SubscribeAgent(ctx, master.Principal{}, &protocol.AgentCall{
-		Type: protocol.AgentCall_SUBSCRIBE.Enum(),
-		Subscribe: &protocol.AgentCall_Subscribe{
-			AgentInfo: &mesos.AgentInfo{Hostname: proto.String("a1"), Port: proto.Int32(5051),
-				Resources: resources.MustParse(agentRes).Proto()},
-			Endpoint: proto.String("10.0.0.2:5051"),
-			Version:  protocol.Version_VERSION_1.Enum(),
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var id string
-	deadline := time.After(10 * time.Second)
-	for id == "" {
-		select {
-		case <-st.Ready():
-			evs, ended := st.Drain()
-			if ended {
-				t.Fatal("the master ended the agent's stream")
-			}
-			for _, ev := range evs {
-				if ev.GetType() == protocol.AgentEvent_SUBSCRIBED {
-					id = ev.GetSubscribed().GetAgentId().GetValue()
-				}
-			}
-		case <-deadline:
-			t.Fatal("the agent was not admitted")
-		}
-	}
-	go func() {
-		for {
-			select {
-			case <-st.Ready():
-				if _, ended := st.Drain(); ended {
-					return
-				}
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
+	id, _ := mastertest.SubscribeAgent(t, m, agentRes)
 	for end := time.Now().Add(10 * time.Second); !strings.Contains(agentIDs(m), id); {
 		if time.Now().After(end) {
 			t.Fatal("the agent never showed in the snapshot")
