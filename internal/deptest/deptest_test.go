@@ -85,6 +85,10 @@ var rules = []rule{
 		func(_, dep string) bool { return !under(module + "/internal/promexp")(dep) }},
 	{"only cmd wires replog in", func(p string) bool { return !under(module+"/cmd")(p) && !isReplog(p) },
 		func(_, dep string) bool { return !isReplog(dep) }},
+	// Executor tokens are a credential check both the agent and tests lean
+	// on; keeping the package free of the rest of mezzo keeps it auditable.
+	{"internal/exectoken imports nothing of mezzo but internal/clock", under(module + "/internal/exectoken"),
+		func(_, dep string) bool { return under(module + "/internal/clock")(dep) }},
 }
 
 // forbid bans some imports, in the module or not (rules only see the

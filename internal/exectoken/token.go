@@ -91,6 +91,11 @@ func Parse(key Key, token string, now time.Time) (Principal, error) {
 		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
 		jwt.WithExpirationRequired(),
 		jwt.WithIssuedAt(),
+		// Strict base64: without it the two unused low bits of the
+		// signature's last character may be anything, so one token would
+		// have four spellings (harmless to the MAC, but a token is a
+		// credential and should have exactly one form).
+		jwt.WithStrictDecoding(),
 		jwt.WithTimeFunc(func() time.Time { return now }),
 	)
 	if err != nil {
