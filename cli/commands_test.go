@@ -91,6 +91,10 @@ func TestCommandJSON(t *testing.T) {
 			 "source":"SOURCE_EXECUTOR","healthy":false,"message":"health check failed: exit 1"},
 			{"id":"t-done","name":"task t-done","framework_id":"m1-0000","agent_id":"m1-S0","state":"TASK_FINISHED","role":"web","cpus":0.5,"mem":0,"started":1700000050,
 			 "source":"SOURCE_EXECUTOR","message":"Command exited with status 0"}]`},
+		// The reason is there for scripts, not only in -o wide (trap 3).
+		{[]string{"tasks", "--all", "--framework=m1-0001"}, `[
+			{"id":"t-old","name":"task t-old","framework_id":"m1-0001","agent_id":"m1-S1","state":"TASK_KILLED","role":"*","cpus":1,"mem":0,"started":1700000010,
+			 "message":"Framework removed","reason":"REASON_FRAMEWORK_REMOVED","source":"SOURCE_MASTER"}]`},
 		{[]string{"tasks", "--state=TASK_LOST"}, `[]`},
 		{[]string{"agents"}, `[
 			{"id":"m1-S0","hostname":"agent1.example","pid":"slave(1)@10.0.0.1:5051","cpus_used":1,"cpus_total":5,"mem_used":128,"mem_total":1280,"tasks":1,"active":true,"deactivated":false},

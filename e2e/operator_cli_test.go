@@ -94,7 +94,9 @@ func TestRunTooBigSaysWhy(t *testing.T) {
 	})
 	poll(t, "explain to say NO_AGENT_FITS", 30*time.Second, func() bool {
 		code, out := runCmd(t, 30*time.Second, mezzoBin, "explain", "--master="+c.addr, fw)
-		return code == 0 && strings.Contains(out, "NO_AGENT_FITS") && strings.Contains(out, "cpus:4")
+		// mezzo run says what it needs (REQUEST), so the answer comes from
+		// that, not only from the offers it declined.
+		return code == 0 && strings.Contains(out, "NO_AGENT_FITS") && strings.Contains(out, "REQUEST") && strings.Contains(out, "cpus:4")
 	})
 	<-p.done
 	if code := p.cmd.ProcessState.ExitCode(); code != 124 {

@@ -87,6 +87,13 @@ func (r *recordingAllocator) UpdateAllocation(fw, agent string, from, to resourc
 func (r *recordingAllocator) SuppressOffers(fw string, roles []string) {
 	r.rec("SuppressOffers %s %v", fw, roles)
 }
+func (r *recordingAllocator) RequestResources(fw string, reqs []allocator.Request) {
+	parts := make([]string, len(reqs))
+	for i, q := range reqs {
+		parts[i] = fmt.Sprintf("{%s %s %s}", q.Role, q.AgentID, q.Resources.String())
+	}
+	r.rec("RequestResources %s %v", fw, parts)
+}
 func (r *recordingAllocator) ReviveOffers(fw string, roles []string) {
 	r.rec("ReviveOffers %s %v", fw, roles)
 }
@@ -105,6 +112,12 @@ func (r *recordingAllocator) has(prefix string) bool {
 		}
 	}
 	return false
+}
+
+func (r *recordingAllocator) recorded() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.calls...)
 }
 
 func (r *recordingAllocator) recoveries() []recovery {

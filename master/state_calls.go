@@ -2,10 +2,14 @@ package master
 
 import (
 	"net/http"
+	"slices"
 	"time"
 
 	"mezzo/api/allocatorpb"
+	"mezzo/api/mesos"
 	"mezzo/api/schedulerpb"
+	"mezzo/master/allocator"
+	"mezzo/resources"
 )
 
 // schedulerCall applies a validated non-SUBSCRIBE call after the checks
@@ -54,7 +58,7 @@ func (s *state) schedulerCall(call *schedulerpb.Call, streamID string, now time.
 	case schedulerpb.Call_MESSAGE:
 		s.message(fw, call.GetMessage())
 	case schedulerpb.Call_REQUEST:
-		// Accepted and ignored: the built-in allocators ignore requests.
+		return s.request(fw, call.GetRequest().GetRequests())
 	case schedulerpb.Call_UPDATE_FRAMEWORK:
 		return s.updateFramework(fw, call.GetUpdateFramework())
 	case schedulerpb.Call_ACKNOWLEDGE_OPERATION_STATUS:
@@ -70,6 +74,38 @@ func (s *state) schedulerCall(call *schedulerpb.Call, streamID string, now time.
 	default:
 		return &APIError{Status: http.StatusNotImplemented, Message: "Received '" + call.GetType().String() + "' call"}
 	}
+	return nil
+}
+
+// request hands a REQUEST to the allocator. Offers do not change (as with
+// Mesos's allocator); what it asks for lets explain say at once when no
+// agent could ever hold it. A request's role is its resources' allocation
+// role, else each of the framework's roles.
+func (s *state) request(fw *framework, reqs []*mesos.Request) error {
+	out := make([]allocator.Request, 0, len(reqs))
+	for i, rq := range reqs {
+		r, err := resources.FromProto(rq.GetResources())
+		if err != nil {
+			return badRequest("Invalid 'request.requests[%d].resources': %v", i, err)
+		}
+		roles := fw.roles()
+		for _, res := range rq.GetResources() {
+			role := res.GetAllocationInfo().GetRole()
+			switch {
+			case role == "" || (len(roles) == 1 && roles[0] == role):
+			case !slices.Contains(fw.roles(), role):
+				return badRequest("Invalid 'request.requests[%d].resources': role '%s' is not one of the framework's roles", i, role)
+			case len(roles) == 1:
+				return badRequest("Invalid 'request.requests[%d].resources': resources of roles '%s' and '%s' in one request", i, roles[0], role)
+			default:
+				roles = []string{role}
+			}
+		}
+		for _, role := range roles {
+			out = append(out, allocator.Request{Role: role, AgentID: rq.GetAgentId().GetValue(), Resources: r})
+		}
+	}
+	s.alloc.RequestResources(fw.id, out)
 	return nil
 }
 

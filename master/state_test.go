@@ -950,3 +950,48 @@ func TestSchedulerCallChecks(t *testing.T) {
 		t.Fatal("UPDATE_FRAMEWORK changing user accepted")
 	}
 }
+
+// A REQUEST reaches the allocator per role (the resources' allocation role,
+// else each of the framework's roles); malformed ones are 400 naming the
+// request and reach nothing.
+func TestRequestReachesAllocator(t *testing.T) {
+	h := newHarness(t)
+	info := fwInfo("mr", mesos.FrameworkInfo_Capability_MULTI_ROLE)
+	info.Roles = []string{"web", "db"}
+	f := h.subscribe(info)
+	request := func(rs ...*mesos.Request) *schedulerpb.Call {
+		return &schedulerpb.Call{Type: schedulerpb.Call_REQUEST.Enum(), FrameworkId: frameworkID(f.id),
+			Request: &schedulerpb.Call_Request{Requests: rs}}
+	}
+	f.mustCall(request(&mesos.Request{Resources: resources.MustParse("cpus:5").Proto()}))
+	if !h.alloc.has("RequestResources " + f.id + " [{web  cpus:5} {db  cpus:5}]") {
+		t.Fatalf("allocator calls: %v", h.alloc.recorded())
+	}
+	f.mustCall(request(&mesos.Request{AgentId: &mesos.AgentID{Value: proto.String("A1")},
+		Resources: resources.MustParse("cpus:2").AllocatedTo("db").Proto()}))
+	if !h.alloc.has("RequestResources " + f.id + " [{db A1 cpus(allocated: db):2}]") {
+		t.Fatalf("allocator calls: %v", h.alloc.recorded())
+	}
+	bad := []struct {
+		name string
+		req  *mesos.Request
+		msg  string
+	}{
+		{"negative", &mesos.Request{Resources: []*mesos.Resource{{Name: proto.String("cpus"), Type: mesos.Value_SCALAR.Enum(),
+			Scalar: &mesos.Value_Scalar{Value: proto.Float64(-1)}}}}, "request.requests[0].resources"},
+		{"foreign role", &mesos.Request{Resources: resources.MustParse("cpus:1").AllocatedTo("ops").Proto()}, "'ops' is not one of the framework's roles"},
+		{"two roles", &mesos.Request{Resources: append(resources.MustParse("cpus:1").AllocatedTo("web").Proto(),
+			resources.MustParse("mem:1").AllocatedTo("db").Proto()...)}, "roles 'web' and 'db' in one request"},
+	}
+	before := len(h.alloc.recorded())
+	for _, tc := range bad {
+		err := h.s.schedulerCall(request(tc.req), f.st.ID(), h.now)
+		ae, ok := err.(*APIError)
+		if !ok || ae.Status != 400 || !strings.Contains(ae.Message, tc.msg) {
+			t.Errorf("%s: got %v, want 400 %q", tc.name, err, tc.msg)
+		}
+	}
+	if after := len(h.alloc.recorded()); after != before {
+		t.Fatalf("refused requests reached the allocator: %v", h.alloc.recorded()[before:])
+	}
+}

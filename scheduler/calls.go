@@ -93,6 +93,16 @@ func (c *Client) Revive(ctx context.Context, roles ...string) error {
 	return c.Call(ctx, call)
 }
 
+// Request tells the master what the framework needs (REQUEST). Offers do
+// not change, but the master's explain (and `mezzo explain`) can then say
+// at once when no agent could ever hold it.
+func (c *Client) Request(ctx context.Context, requests ...*mesos.Request) error {
+	return c.Call(ctx, &schedulerpb.Call{
+		Type:    schedulerpb.Call_REQUEST.Enum(),
+		Request: &schedulerpb.Call_Request{Requests: requests},
+	})
+}
+
 // Suppress stops offers for roles (none = all roles) until Revive.
 func (c *Client) Suppress(ctx context.Context, roles ...string) error {
 	call := &schedulerpb.Call{Type: schedulerpb.Call_SUPPRESS.Enum()}

@@ -177,7 +177,14 @@ func (r *runner) handle(ctx context.Context, ev *schedulerpb.Event) (code int, d
 		fmt.Fprintf(r.opts.Log, "Subscribed with framework ID %s\n", ev.GetSubscribed().GetFrameworkId().GetValue())
 		// A new subscription starts unsuppressed.
 		r.suppressed = false
-		if r.state != notLaunched {
+		if r.state == notLaunched {
+			// Say what the task needs, so that the master's explain tells
+			// an operator at once when no agent could ever hold it. It is
+			// advice: a refusal changes nothing for the run.
+			if err := r.client.Request(ctx, &mesos.Request{Resources: r.need[0].Proto()}); err != nil {
+				fmt.Fprintf(r.opts.Log, "REQUEST refused: %v\n", err)
+			}
+		} else {
 			// Re-subscribed after a disconnection: updates sent meanwhile
 			// may be lost to us, and an uncertain launch must be settled
 			// before any other; ask for the task's state.

@@ -104,6 +104,14 @@ type Allocator interface {
 	// rescinded (nil).
 	UpdateInverseOffer(agentID, frameworkID string, filters *mesos.Filters)
 
+	// RequestResources records what the framework asked for with a
+	// REQUEST call, replacing what it asked for before (none: it asks
+	// for nothing). Like Mesos's hierarchical allocator, offers do not
+	// change; a request that no agent the framework may use could ever
+	// hold is what Explain reports as ReasonNoAgentFits, before the
+	// framework has declined anything.
+	RequestResources(frameworkID string, requests []Request)
+
 	// SuppressOffers stops offers to the framework for roles (all its roles
 	// if empty); ReviveOffers resumes them and clears its filters.
 	SuppressOffers(frameworkID string, roles []string)
@@ -124,6 +132,14 @@ type Allocator interface {
 	// requests a run.
 	Pause()
 	Resume()
+}
+
+// Request is one element of a framework's REQUEST call: resources it
+// needs on one agent (AgentID, or any agent if empty) for Role.
+type Request struct {
+	Role      string
+	AgentID   string
+	Resources resources.Resources
 }
 
 // Quota is a role's guarantee (resources it is offered before fair

@@ -185,6 +185,15 @@ type framework struct {
 	// fits no agent whose total is below one of them (explanations). A
 	// REVIVE of the role forgets them: its demand may have changed.
 	declinedWhole map[string][]qv
+	// requested is, by role, what the framework's last REQUEST asked for
+	// (explanations only: offers ignore it, as Mesos's allocator does).
+	requested map[string][]requested
+}
+
+// requested is one Request as quantities, for explanations.
+type requested struct {
+	agent string // "" for any agent
+	q     qv
 }
 
 // role is one role that has frameworks, allocations or quota.

@@ -359,6 +359,12 @@ func (d *driver) SuppressOffers(frameworkID string, roles []string) {
 	d.enqueue(func(c *core, _ time.Time) bool { return c.suppressOffers(frameworkID, roles) })
 }
 
+// RequestResources implements Allocator (enqueues).
+func (d *driver) RequestResources(frameworkID string, requests []Request) {
+	requests = append([]Request(nil), requests...)
+	d.enqueue(func(c *core, _ time.Time) bool { return c.requestResources(frameworkID, requests) })
+}
+
 // ReviveOffers implements Allocator (enqueues).
 func (d *driver) ReviveOffers(frameworkID string, roles []string) {
 	roles = copyStrings(roles)

@@ -512,6 +512,27 @@ func (c *core) suppressOffers(fid string, roles []string) bool {
 	return false
 }
 
+// requestResources replaces the framework's recorded requests; offers do
+// not change, so no allocation run is needed.
+func (c *core) requestResources(fid string, requests []Request) bool {
+	f := c.frameworks[fid]
+	if f == nil {
+		return false
+	}
+	f.requested = nil
+	for _, r := range requests {
+		q := c.names.vecOf(r.Resources)
+		if !q.positive() {
+			continue
+		}
+		if f.requested == nil {
+			f.requested = map[string][]requested{}
+		}
+		f.requested[r.Role] = append(f.requested[r.Role], requested{agent: r.AgentID, q: q})
+	}
+	return false
+}
+
 // reviveOffers unsuppresses the roles and drops their filters.
 func (c *core) reviveOffers(fid string, roles []string) bool {
 	f := c.frameworks[fid]

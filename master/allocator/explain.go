@@ -154,7 +154,7 @@ func (c *core) explainRole(f *framework, rn string, qr *quotaRun, now time.Time,
 	case active == 0:
 		re.Reason, re.Message = ReasonNoAgents, "no active agents"
 		return
-	case c.noAgentFits(f, rn, re):
+	case c.requestFitsNoAgent(f, rn, re), c.noAgentFits(f, rn, re):
 		return
 	case cnt.Eligible > 0:
 		re.Reason = ReasonEligible
@@ -169,6 +169,44 @@ func (c *core) explainRole(f *framework, rn string, qr *quotaRun, now time.Time,
 	}
 	re.Reason = cands[0].r
 	re.Message = fmt.Sprintf("%s (%d of %d active agents)", cands[0].msg, cands[0].count, active)
+}
+
+// requestFitsNoAgent fills re and reports true when one of the
+// framework's REQUESTs for role rn asks for more than any active agent it
+// may use (the named agent, if the request names one) could ever offer
+// the role: the framework asked for what the cluster cannot give, which
+// is known before it has declined a single offer.
+func (c *core) requestFitsNoAgent(f *framework, rn string, re *RoleExplanation) bool {
+	for _, r := range f.requested[rn] {
+		var largest qv
+		fits := false
+		for _, a := range c.agentList {
+			if !a.active || (a.gpu && !f.gpu) || (r.agent != "" && a.id != r.agent) {
+				continue
+			}
+			total := c.totalFor(a, rn)
+			if r.q.leq(total) {
+				fits = true
+				break
+			}
+			largest = largest.max(total)
+		}
+		if fits {
+			continue
+		}
+		re.Reason = ReasonNoAgentFits
+		where := "no agent it may use"
+		if r.agent != "" {
+			where = "agent " + r.agent
+		}
+		re.Message = fmt.Sprintf("the framework asked (REQUEST) for %s on one agent, which %s could ever offer this role (largest: %s); add a larger agent or ask for less",
+			c.names.format(r.q), where, c.names.format(largest))
+		if largest == nil {
+			re.Message = fmt.Sprintf("the framework asked (REQUEST) for %s on one agent, but %s is active", c.names.format(r.q), where)
+		}
+		return true
+	}
+	return false
 }
 
 // totalFor is everything agent a could ever offer role rn: its unreserved

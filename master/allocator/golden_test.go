@@ -37,6 +37,7 @@ var update = flag.Bool("update", false, "rewrite golden transcripts in testdata"
 //	remove-framework|activate-framework|deactivate-framework ID
 //	update-framework ID [role=...] [roles=...] [caps=...] [suppressed=...]
 //	suppress|revive FW [ROLE...]
+//	request FW [ROLE RES [agent=ID]]...   (a REQUEST call; none: asks for nothing)
 //	allocate                          (one run at the current time)
 //	advance DURATION
 //	decline FW AGENT [refuse=SECONDS] (everything outstanding on AGENT)
@@ -314,6 +315,27 @@ func (h *harness) exec(line string) error {
 		h.c.suppressOffers(args[0], args[1:])
 	case "revive":
 		h.c.reviveOffers(args[0], args[1:])
+	case "request":
+		// request FW ROLE RES [agent=ID] ...: one REQUEST call whose
+		// requests are the ROLE RES [agent=ID] groups; no groups asks for
+		// nothing.
+		var reqs []Request
+		for rest := args[1:]; len(rest) > 0; {
+			if len(rest) < 2 {
+				return fmt.Errorf("request: want ROLE RES, got %q", rest)
+			}
+			r, err := parseRes(rest[1])
+			if err != nil {
+				return err
+			}
+			req := Request{Role: rest[0], Resources: r}
+			rest = rest[2:]
+			if len(rest) > 0 && strings.HasPrefix(rest[0], "agent=") {
+				req.AgentID, rest = strings.TrimPrefix(rest[0], "agent="), rest[1:]
+			}
+			reqs = append(reqs, req)
+		}
+		h.c.requestResources(args[0], reqs)
 	case "advance":
 		d, err := time.ParseDuration(args[0])
 		if err != nil {

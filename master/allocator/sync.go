@@ -162,6 +162,11 @@ func (s *Sync) SuppressOffers(frameworkID string, roles []string) {
 	s.c.suppressOffers(frameworkID, roles)
 }
 
+// RequestResources implements Allocator, applying the notification at once.
+func (s *Sync) RequestResources(frameworkID string, requests []Request) {
+	s.c.requestResources(frameworkID, requests)
+}
+
 // ReviveOffers implements Allocator, applying the notification at once.
 func (s *Sync) ReviveOffers(frameworkID string, roles []string) {
 	s.c.reviveOffers(frameworkID, roles)

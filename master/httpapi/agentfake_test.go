@@ -46,6 +46,7 @@ func (idleAllocator) RecoverResources(string, string, resources.Resources, *meso
 func (idleAllocator) UpdateAllocation(string, string, resources.Resources, resources.Resources) {}
 func (idleAllocator) SuppressOffers(string, []string)                                           {}
 func (idleAllocator) ReviveOffers(string, []string)                                             {}
+func (idleAllocator) RequestResources(string, []allocator.Request)                              {}
 func (idleAllocator) UpdateWeights(map[string]float64)                                          {}
 func (idleAllocator) UpdateQuota(string, allocator.Quota)                                       {}
 func (idleAllocator) Allocate()                                                                 {}
