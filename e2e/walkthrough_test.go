@@ -14,11 +14,15 @@ import (
 // runDocWalkthrough runs the sh block under "## Walk-through" in
 // docs/<name> as a user who pastes it would (on free ports, with the
 // freshly built mezzo first on the PATH) and returns its output. It skips
-// the test when bash or curl is missing.
+// the test when bash or curl is missing, except in CI (CI set), where
+// .ci/run installs them and a missing one fails.
 func runDocWalkthrough(t *testing.T, name string) string {
 	t.Helper()
 	for _, tool := range []string{"bash", "curl"} {
 		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("%s is not installed (CI is set, so this fails rather than skips): the documented walk-through needs it", tool)
+			}
 			t.Skipf("%s is not installed: the documented walk-through needs it", tool)
 		}
 	}

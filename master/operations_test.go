@@ -330,6 +330,22 @@ func TestOfferOperationTable(t *testing.T) {
 					withID(unreserveOp(dynRes("disk:100", "db", "")), "u")}
 			},
 			fullWant: "op d OPERATION_FINISHED \nop u OPERATION_FINISHED \ncheckpoint disk(reservations: [(DYNAMIC,db)]):100\ncheckpoint {}"},
+		{name: "unreserve another principal's reservation", agent: "cpus:2",
+			info: func() *mesos.FrameworkInfo {
+				i := roleInfo("db-fw", "db")
+				i.Principal = proto.String("bob")
+				return i
+			}(),
+			setup: func(h *harness, a *fakeAgent) {
+				if err := h.s.operatorOperation(Principal{}, a.id, reserveOp(dynRes("cpus:2", "db", "alice")), h.now); err != nil {
+					t.Fatal(err)
+				}
+			},
+			ops: func(string) []*mesos.Offer_Operation {
+				return []*mesos.Offer_Operation{withID(unreserveOp(dynRes("cpus:1", "db", "alice")), "u")}
+			},
+			want: []string{"op u OPERATION_ERROR", `the reservation was made by principal "alice"; "bob" cannot unreserve it`, "total unchanged"},
+			wantNot: []string{"checkpoint"}},
 		{name: "grow and shrink a volume", agent: "disk:100", info: db,
 			setup: func(h *harness, a *fakeAgent) {
 				h.s.operatorOperation(Principal{}, a.id, reserveOp(dynRes("disk:100", "db", "")), h.now)

@@ -16,10 +16,11 @@ import (
 // and the agent. The zero value is an operator call with no principal on an
 // agent without volumes.
 type OperationContext struct {
-	// Principal is the authenticated caller, "" when there is none (no
-	// authentication; a FrameworkInfo.principal that was not authenticated
-	// does not count, as in Mesos). When set, reservations and volumes made must carry
-	// it, and only its own reservations and volumes may be removed.
+	// Principal is the caller's principal, "" when there is none: for a
+	// framework its FrameworkInfo.principal (as Mesos's master passes it,
+	// whether or not it was authenticated), for an operator the
+	// authenticated one. When set, reservations and volumes made must
+	// carry it, and only its own reservations and volumes may be removed.
 	Principal string
 	// FrameworkRoles are the roles of the framework that sent the operation
 	// in an ACCEPT; nil for operator API calls. A framework may reserve only

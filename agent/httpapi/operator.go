@@ -132,6 +132,16 @@ func (h *Handler) readCall(call *agentpb.Call) (*agentpb.Response, error) {
 			Type:      agentpb.Response_LIST_FILES.Enum(),
 			ListFiles: &agentpb.Response_ListFiles{FileInfos: infos},
 		}, nil
+	case agentpb.Call_GET_OPERATIONS:
+		// Mesos's agent lists the operations it was asked to apply and
+		// has not yet finished. mezzo's master applies an operation
+		// itself and hands the agent the resulting set in one
+		// CHECKPOINT_RESOURCES, so no operation is ever pending here:
+		// the answer is always empty, never a 501.
+		return &agentpb.Response{
+			Type:          agentpb.Response_GET_OPERATIONS.Enum(),
+			GetOperations: &agentpb.Response_GetOperations{},
+		}, nil
 	case agentpb.Call_READ_FILE:
 		if h.files == nil {
 			return nil, Errorf(http.StatusNotFound, "No file browser on this agent")

@@ -162,6 +162,11 @@ func TestOperatorReadCalls(t *testing.T) {
 				t.Errorf("metrics %v", m)
 			}
 		}},
+		{"operations: none is ever pending on the agent", typ(agentpb.Call_GET_OPERATIONS), func(t *testing.T, r *agentpb.Response) {
+			if r.GetType() != agentpb.Response_GET_OPERATIONS || r.GetOperations == nil || len(r.GetGetOperations().GetOperations()) != 0 {
+				t.Errorf("operations %v", r)
+			}
+		}},
 		{"health", typ(agentpb.Call_GET_HEALTH), func(t *testing.T, r *agentpb.Response) {
 			if !r.GetGetHealth().GetHealthy() {
 				t.Errorf("health %v", r)
