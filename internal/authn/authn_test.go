@@ -134,7 +134,9 @@ func TestLoadCredentialsFileURLAndPermissions(t *testing.T) {
 	}
 }
 
-func basic(s string) []string { return []string{"Basic " + base64.StdEncoding.EncodeToString([]byte(s))} }
+func basic(s string) []string {
+	return []string{"Basic " + base64.StdEncoding.EncodeToString([]byte(s))}
+}
 
 func TestParseBasic(t *testing.T) {
 	for _, tc := range []struct {

@@ -41,7 +41,9 @@ type Credential struct {
 }
 
 // String hides the secret, so that logging a Credential leaks nothing.
-func (c Credential) String() string { return fmt.Sprintf("credential for principal %q (secret redacted)", c.Principal) }
+func (c Credential) String() string {
+	return fmt.Sprintf("credential for principal %q (secret redacted)", c.Principal)
+}
 
 // GoString hides the secret from %#v as well.
 func (c Credential) GoString() string { return c.String() }
