@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"mezzo/internal/authn"
 	"mezzo/internal/clock"
 	"mezzo/internal/flagenv"
 )
@@ -114,6 +115,8 @@ func (e *env) run(name string, s spec, args []string, stdout, stderr io.Writer) 
 	fs.StringVar(&output, "o", "", "output format: table (default), wide (more columns), json, or name (IDs only, where a command lists things)")
 	fs.StringVar(&output, "output", "", "the same as -o")
 	timeout := fs.Duration("timeout", DefaultTimeout, "timeout of each HTTP request")
+	credential := fs.String("credential", "",
+		"present this credential (a file: JSON {\"principal\",\"secret\"} or 'principal secret') to masters and agents that authenticate")
 	var opts any
 	if s.setup != nil {
 		opts = s.setup(fs)
@@ -152,6 +155,14 @@ func (e *env) run(name string, s spec, args []string, stdout, stderr io.Writer) 
 	}
 	hc := *e.http
 	hc.Timeout = *timeout
+	if *credential != "" {
+		c, _, err := authn.LoadCredential(*credential)
+		if err != nil {
+			fmt.Fprintf(stderr, "mezzo %s: %v\n", name, err)
+			return ExitUsage
+		}
+		hc.Transport = c.Transport(hc.Transport)
+	}
 	inv := &invocation{
 		name: name, args: pos, opts: opts, json: output == "json", output: output,
 		master: &client{masters: addrs, http: &hc},

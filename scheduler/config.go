@@ -10,6 +10,7 @@ import (
 
 	"mezzo/api/codec"
 	"mezzo/api/mesos"
+	"mezzo/internal/authn"
 	"mezzo/internal/clock"
 )
 
@@ -45,7 +46,14 @@ type Config struct {
 	// HTTPClient sends requests (default: a client without an overall
 	// timeout, which would cut the event stream). Its redirect policy is
 	// replaced: the client follows redirects itself to track the leader.
+	// For a TLS master, give "https://host:port" Masters and a client
+	// whose transport trusts the master's CA (and presents a client
+	// certificate where the master requires one).
 	HTTPClient *http.Client
+	// Credential, when set, is presented on every request (HTTP Basic),
+	// for masters with --authenticate_frameworks; Framework.principal
+	// defaults to its principal, as the master requires the two to match.
+	Credential *authn.Credential
 	// Framework is sent in SUBSCRIBE. Its id, if set, re-subscribes an
 	// existing framework; otherwise the master assigns one, which the
 	// client then uses for every later call and re-subscription.
@@ -95,6 +103,14 @@ func (c Config) validate() (Config, error) {
 	}
 	if c.HTTPClient == nil {
 		c.HTTPClient = &http.Client{}
+	}
+	if c.Credential != nil {
+		hc := *c.HTTPClient
+		hc.Transport = c.Credential.Transport(hc.Transport)
+		c.HTTPClient = &hc
+		if c.Framework.GetPrincipal() == "" {
+			c.Framework.Principal = proto.String(c.Credential.Principal)
+		}
 	}
 	if c.Clock == nil {
 		c.Clock = clock.Real

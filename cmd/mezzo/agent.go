@@ -43,6 +43,8 @@ type agentFlags struct {
 	// killOnExit makes the agent kill every executor when it stops (mezzo
 	// local); a standalone agent leaves checkpointing executors running.
 	killOnExit bool
+	// credential is what the agent presents to its masters (--credential).
+	credential string
 }
 
 func addAgentFlags(fs *flag.FlagSet, withMaster bool) *agentFlags {
@@ -55,6 +57,8 @@ func addAgentFlags(fs *flag.FlagSet, withMaster bool) *agentFlags {
 		fs.StringVar(&f.workDir, "work_dir", "", "where sandboxes and checkpoints live (required)")
 		fs.StringVar(&f.logLevel, "logging_level", "info", "debug, info, warn or error")
 		fs.StringVar(&f.logFormat, "log_format", "text", "mezzo only: the log's format, "+logFormats+" (one JSON object per line)")
+		fs.StringVar(&f.credential, "credential", "",
+			"the credential the agent presents to its masters (path or file:///path: JSON {\"principal\",\"secret\"} or 'principal secret'); needed with the masters' --authenticate_agents")
 	}
 	fs.StringVar(&f.resources, "resources", "", "total resources, Mesos syntax or JSON (default: detected)")
 	fs.StringVar(&f.attributes, "attributes", "", "attributes, e.g. 'rack:r1;zone:a'")
@@ -123,6 +127,15 @@ func startAgent(ctx context.Context, f *agentFlags, ln net.Listener, client *htt
 	runtimeDir := f.runtimeDir
 	if runtimeDir == "" {
 		runtimeDir = defaultRuntimeDir(f.workDir)
+	}
+	cred, err := loadCredential(f.credential, log)
+	if err != nil {
+		return nil, err
+	}
+	if cred != nil {
+		c := *client
+		c.Transport = cred.Transport(c.Transport)
+		client = &c
 	}
 	cacheSize := int64(f.fetcherCacheSize)
 	if cacheSize == 0 {

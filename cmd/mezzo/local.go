@@ -85,6 +85,9 @@ func runLocal(args []string, stdout, stderr io.Writer) int {
 		f.hostname = mf.hostname
 		f.workDir = filepath.Join(dir, fmt.Sprintf("agent%d", i+1))
 		f.killOnExit = true
+		// One --credential for the whole cluster: the master reads agents
+		// with it, the agents register with it, a command runs with it.
+		f.credential = mf.credential
 		aln, err := net.Listen("tcp", net.JoinHostPort(mf.ip, "0"))
 		if err != nil {
 			fmt.Fprintf(stderr, "mezzo local: agent %d: %v\n", i+1, err)
@@ -117,13 +120,20 @@ func runLocal(args []string, stdout, stderr io.Writer) int {
 	}
 
 	if len(command) > 0 {
+		cred, err := loadCredential(mf.credential, nil)
+		if err != nil {
+			fmt.Fprintf(stderr, "mezzo local: %v\n", err)
+			return 1
+		}
 		opts := run.Options{
-			Masters:   addrs,
-			Command:   command,
-			Resources: *runResources,
-			Out:       stderr,
-			Log:       stderr,
-			Output:    &cli.TaskOutput{Masters: addrs, Stdout: stdout, Stderr: stderr},
+			Masters:    addrs,
+			Command:    command,
+			Resources:  *runResources,
+			Out:        stderr,
+			Log:        stderr,
+			Credential: cred,
+			Output: &cli.TaskOutput{Masters: addrs, Stdout: stdout, Stderr: stderr,
+				HTTP: &http.Client{Timeout: cli.DefaultTimeout, Transport: cred.Transport(nil)}},
 		}
 		if !*stream {
 			opts.Out, opts.Output = stdout, nil

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"time"
 
+	"mezzo/internal/authn"
 	"mezzo/internal/flagenv"
 	"mezzo/internal/version"
 	"mezzo/master"
@@ -38,6 +39,11 @@ type masterFlags struct {
 	agentReregisterTimeout, registryStoreTimeout, raftTimeout, raftLease *time.Duration
 	allocatorRecoveryTimeout, allocatorRecoveryHold                      *time.Duration
 	allocatorAgentRecoveryFactor                                         float64
+
+	// Security (security.go, docs/security.md).
+	auth                                        *authFlags
+	authFrameworks, authAgents, rootSubmissions bool
+	credential                                  string
 }
 
 func addMasterFlags(fs *flag.FlagSet) *masterFlags {
@@ -83,6 +89,15 @@ func addMasterFlags(fs *flag.FlagSet) *masterFlags {
 		"at most this many agents marked unreachable per duration, e.g. 1/10mins (default: no limit)")
 	f.raftTimeout = durationFlag(fs, "raft_timeout", 500*time.Millisecond,
 		"mezzo only (not a Mesos flag): Raft heartbeat and election timeout among --masters: a leader that stops answering (paused, partitioned) is replaced within about 1-2x this; one whose process died (its Raft port refuses connections) at once")
+	f.auth = addAuthFlags(fs, "master")
+	fs.BoolVar(&f.authFrameworks, "authenticate_frameworks", false,
+		"only frameworks presenting HTTP Basic credentials (from --credentials) may use the scheduler API; their FrameworkInfo.principal must be the authenticated one")
+	fs.BoolVar(&f.authFrameworks, "authenticate_http_frameworks", false, "the same as --authenticate_frameworks (Mesos's name for HTTP frameworks)")
+	fs.BoolVar(&f.authAgents, "authenticate_agents", false,
+		"only agents presenting HTTP Basic credentials (from --credentials; the agent's --credential) may register; an agent may not present another's ID")
+	fs.BoolVar(&f.rootSubmissions, "root_submissions", true, "whether frameworks may run as root (FrameworkInfo.user)")
+	fs.StringVar(&f.credential, "credential", "",
+		"mezzo only: the credential (path, file:///path; JSON {\"principal\",\"secret\"} or 'principal secret') the master presents to agents when it reads them for the web UI (/agent/<id>/...)")
 	f.raftLease = durationFlag(fs, "raft_lease_timeout", 0,
 		"mezzo only: the leader steps down after this long without hearing from a quorum; at most --raft_timeout (default: --raft_timeout). Shorter deposes a cut-off leader sooner, but makes leadership change when a busy leader's heartbeats are late")
 	return f
@@ -121,6 +136,19 @@ func startMaster(ctx context.Context, f *masterFlags, fs *flag.FlagSet, ln net.L
 		return nil, err
 	}
 	removalInterval, err := parseRateLimit(f.agentRemovalRateLimit)
+	if err != nil {
+		return nil, err
+	}
+	guard, err := f.auth.guard(log, authn.MasterReadonly, authn.MasterReadwrite,
+		map[authn.Realm]bool{authn.MasterScheduler: f.authFrameworks, authn.MasterAgents: f.authAgents})
+	if err != nil {
+		return nil, err
+	}
+	authz, err := f.auth.authorizer(log)
+	if err != nil {
+		return nil, err
+	}
+	agentCred, err := loadCredential(f.credential, log)
 	if err != nil {
 		return nil, err
 	}
@@ -192,6 +220,8 @@ func startMaster(ctx context.Context, f *masterFlags, fs *flag.FlagSet, ln net.L
 		AllocatorRecoveryHold:        recoveryHold,
 		AgentRemovalInterval:         removalInterval,
 		OnFatal:                      onFatal,
+		Authorizer:                   authz,
+		RefuseRootSubmissions:        !f.rootSubmissions,
 	}
 	if reg != nil {
 		cfg.Registrar = reg.adapter
@@ -211,7 +241,8 @@ func startMaster(ctx context.Context, f *masterFlags, fs *flag.FlagSet, ln net.L
 	if reg != nil {
 		wait = max(4**f.raftTimeout, 2*time.Second)
 	}
-	opts := httpapi.Options{Logger: log, Logging: f.logging, LeaderWait: wait, UI: webui.Handler(), Profiling: f.profiling}
+	opts := httpapi.Options{Logger: log, Logging: f.logging, LeaderWait: wait, UI: webui.Handler(), Profiling: f.profiling,
+		Auth: guard, AgentCredential: agentCred}
 	if reg != nil {
 		opts.ExtraMetrics = reg.reg.Metrics
 		opts.ExtraTimers = reg.reg.Timers
