@@ -16,7 +16,10 @@ import (
 	"mezzo/agent/containerizer"
 	"mezzo/agent/containerizer/docker"
 	"mezzo/agent/fetcher"
+	"mezzo/internal/authn"
+	"mezzo/internal/authorizer"
 	"mezzo/internal/clock"
+	"mezzo/internal/exectoken"
 )
 
 // Defaults, as Mesos's agent flags.
@@ -170,6 +173,29 @@ type Config struct {
 	HTTPClient *http.Client
 	// Version is reported to the master and in /state.
 	Version string
+
+	// Security (security.go, docs/security.md).
+
+	// SwitchUser (--switch_user) runs each executor, and so its tasks, as
+	// its user (CommandInfo.user, else FrameworkInfo.user) and hands the
+	// sandbox to that user; off, everything runs as the agent's user. The
+	// flag defaults to true, as Mesos's; the zero Config leaves it off.
+	SwitchUser bool
+	// ExecutorSecretKey (--executor_secret_key) signs a token for each
+	// executor (MESOS_EXECUTOR_AUTHENTICATION_TOKEN); nil mints none.
+	ExecutorSecretKey *exectoken.Key
+	// AuthenticateExecutors (--authenticate_http_executors) refuses executor
+	// API calls that do not carry the token minted for the executor they
+	// name. Needs ExecutorSecretKey.
+	AuthenticateExecutors bool
+	// HTTPAuth authenticates callers of the agent's endpoints
+	// (--credentials, --authenticate_http_readonly/readwrite); nil lets
+	// everyone in anonymously.
+	HTTPAuth *authn.Guard
+	// Authorizer decides what each caller may read (--acls): sandboxes
+	// (access_sandboxes), the frameworks, executors and tasks in /state,
+	// the flags and the metrics. Nil allows everything.
+	Authorizer authorizer.Authorizer
 }
 
 // validate checks the required fields and fills in defaults.
@@ -289,6 +315,9 @@ func (c *Config) validate() error {
 	case PolicyEqual, PolicyAdditive:
 	default:
 		return fmt.Errorf("agent config: 'reconfiguration_policy' %q is neither %q nor %q", c.ReconfigurationPolicy, PolicyEqual, PolicyAdditive)
+	}
+	if c.AuthenticateExecutors && c.ExecutorSecretKey == nil {
+		return errors.New("agent config: --authenticate_http_executors needs --executor_secret_key")
 	}
 	if c.Clock == nil {
 		c.Clock = clock.Real

@@ -20,6 +20,8 @@ import (
 
 	"mezzo/agent"
 	"mezzo/agent/fetcher"
+	"mezzo/internal/authn"
+	"mezzo/internal/exectoken"
 	"mezzo/internal/version"
 )
 
@@ -45,6 +47,12 @@ type agentFlags struct {
 	killOnExit bool
 	// credential is what the agent presents to its masters (--credential).
 	credential string
+	// Security (security.go): the HTTP authentication and ACLs (shared
+	// with the master's flags under mezzo local), executor tokens and
+	// running tasks as their user.
+	auth                   *authFlags
+	authExecutors, switchU bool
+	executorSecretKey      string
 }
 
 func addAgentFlags(fs *flag.FlagSet, withMaster bool) *agentFlags {
@@ -59,7 +67,14 @@ func addAgentFlags(fs *flag.FlagSet, withMaster bool) *agentFlags {
 		fs.StringVar(&f.logFormat, "log_format", "text", "mezzo only: the log's format, "+logFormats+" (one JSON object per line)")
 		fs.StringVar(&f.credential, "credential", "",
 			"the credential the agent presents to its masters (path or file:///path: JSON {\"principal\",\"secret\"} or 'principal secret'); needed with the masters' --authenticate_agents")
+		f.auth = addAuthFlags(fs, "agent")
 	}
+	fs.BoolVar(&f.authExecutors, "authenticate_http_executors", false,
+		"executors must present the token the agent minted for them (MESOS_EXECUTOR_AUTHENTICATION_TOKEN) on the executor API; needs --executor_secret_key")
+	fs.StringVar(&f.executorSecretKey, "executor_secret_key", "",
+		"file holding the key (at least 32 bytes) that signs the executors' tokens; with it every executor gets a token")
+	fs.BoolVar(&f.switchU, "switch_user", true,
+		"run each task as its user (CommandInfo.user, else FrameworkInfo.user) and give it its sandbox; needs root unless the user is the agent's; off runs everything as the agent's user")
 	fs.StringVar(&f.resources, "resources", "", "total resources, Mesos syntax or JSON (default: detected)")
 	fs.StringVar(&f.attributes, "attributes", "", "attributes, e.g. 'rack:r1;zone:a'")
 	f.registrationTimeout = durationFlag(fs, "executor_registration_timeout", time.Minute, "time an executor has to subscribe")
@@ -132,6 +147,22 @@ func startAgent(ctx context.Context, f *agentFlags, ln net.Listener, client *htt
 	if err != nil {
 		return nil, err
 	}
+	guard, err := f.auth.guard(log, authn.AgentReadonly, authn.AgentReadwrite, nil)
+	if err != nil {
+		return nil, err
+	}
+	authz, err := f.auth.authorizer(log)
+	if err != nil {
+		return nil, err
+	}
+	var key *exectoken.Key
+	if f.executorSecretKey != "" {
+		k, err := exectoken.LoadKey(f.executorSecretKey)
+		if err != nil {
+			return nil, err
+		}
+		key = &k
+	}
 	if cred != nil {
 		c := *client
 		c.Transport = cred.Transport(c.Transport)
@@ -180,6 +211,12 @@ func startAgent(ctx context.Context, f *agentFlags, ln net.Listener, client *htt
 		Logger:     log,
 		Logging:    f.logging,
 		Version:    version.Version,
+
+		SwitchUser:            f.switchU,
+		ExecutorSecretKey:     key,
+		AuthenticateExecutors: f.authExecutors,
+		HTTPAuth:              guard,
+		Authorizer:            authz,
 	})
 	if err != nil {
 		return nil, err

@@ -87,7 +87,9 @@ func runLocal(args []string, stdout, stderr io.Writer) int {
 		f.killOnExit = true
 		// One --credential for the whole cluster: the master reads agents
 		// with it, the agents register with it, a command runs with it.
+		// The agents take the master's credentials, realms and ACLs.
 		f.credential = mf.credential
+		f.auth = mf.auth
 		aln, err := net.Listen("tcp", net.JoinHostPort(mf.ip, "0"))
 		if err != nil {
 			fmt.Fprintf(stderr, "mezzo local: agent %d: %v\n", i+1, err)

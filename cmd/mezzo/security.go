@@ -39,6 +39,9 @@ func addAuthFlags(fs *flag.FlagSet, process string) *authFlags {
 // and counted. Requiring a realm without --credentials is an error, as in
 // Mesos.
 func (f *authFlags) guard(log *slog.Logger, readonly, readwrite authn.Realm, extra map[authn.Realm]bool) (*authn.Guard, error) {
+	if f == nil {
+		return nil, nil
+	}
 	g := &authn.Guard{Required: map[authn.Realm]bool{}, Log: log, Failures: &atomic.Int64{}}
 	if f.readonly {
 		g.Required[readonly] = true
@@ -87,6 +90,9 @@ func realmList(m map[authn.Realm]bool) []string {
 // authorizer builds the --authorizers authorizer over --acls; nil when no
 // ACLs are given (everything allowed, as Mesos without --acls).
 func (f *authFlags) authorizer(log *slog.Logger) (authorizer.Authorizer, error) {
+	if f == nil {
+		return nil, nil
+	}
 	if f.acls == "" {
 		if f.authorizers != authorizer.Local {
 			return authorizer.New(f.authorizers, authorizer.Params{})
