@@ -62,7 +62,9 @@ func (routeOnlyFiles) List(string) ([]*mesos.FileInfo, error) {
 func (routeOnlyFiles) Read(string, int64, int64) ([]byte, int64, error) {
 	return nil, 0, errors.New("nothing attached")
 }
-func (routeOnlyFiles) OwnerOf(string) (authorizer.Object, bool, bool) { return authorizer.Object{}, false, false }
+func (routeOnlyFiles) OwnerOf(string) (authorizer.Object, bool, bool) {
+	return authorizer.Object{}, false, false
+}
 
 func status(state mesos.TaskState) *mesos.TaskStatus {
 	id := uuid.New()
