@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +21,7 @@ import (
 	"mezzo/internal/authorizer"
 	"mezzo/internal/clock"
 	"mezzo/internal/exectoken"
+	"mezzo/internal/tlsconfig"
 )
 
 // Defaults, as Mesos's agent flags.
@@ -196,6 +198,11 @@ type Config struct {
 	// (access_sandboxes), the frameworks, executors and tasks in /state,
 	// the flags and the metrics. Nil allows everything.
 	Authorizer authorizer.Authorizer
+	// ServesTLS says the agent's HTTP is TLS: its executors are told so
+	// (LIBPROCESS_SSL_ENABLED=true, as Mesos's executors inherit it) and
+	// are given TLSCAFile (LIBPROCESS_SSL_CA_FILE) to verify the agent.
+	ServesTLS bool
+	TLSCAFile string
 }
 
 // validate checks the required fields and fills in defaults.
@@ -372,15 +379,33 @@ func NewHTTPClient(responseTimeout time.Duration) *http.Client {
 	}
 	p := new(http.Protocols)
 	p.SetUnencryptedHTTP2(true)
-	return &http.Client{Transport: &http.Transport{
+	return &http.Client{Transport: masterTransport(p, responseTimeout, nil)}
+}
+
+// NewTLSHTTPClient is NewHTTPClient over TLS: HTTP/2 negotiated by ALPN
+// (agents still share one connection per master), with tlsCfg verifying
+// the masters (and presenting the agent's certificate to masters that
+// require one). Its transport sends every request as https.
+func NewTLSHTTPClient(responseTimeout time.Duration, tlsCfg *tls.Config) *http.Client {
+	if responseTimeout < 0 {
+		responseTimeout = 0
+	}
+	p := new(http.Protocols)
+	p.SetHTTP2(true)
+	return &http.Client{Transport: tlsconfig.HTTPS(masterTransport(p, responseTimeout, tlsCfg))}
+}
+
+func masterTransport(p *http.Protocols, responseTimeout time.Duration, tlsCfg *tls.Config) *http.Transport {
+	return &http.Transport{
 		Protocols:             p,
+		TLSClientConfig:       tlsCfg,
 		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		ResponseHeaderTimeout: responseTimeout,
 		HTTP2: &http.HTTP2Config{
 			SendPingTimeout: masterPingTimeout,
 			PingTimeout:     masterPingTimeout,
 		},
-	}}
+	}
 }
 
 // absPath makes *p absolute (relative to the agent's working directory);

@@ -510,6 +510,12 @@ func (a *Agent) executorEnv(fw *framework, e *executor) []string {
 	set("MESOS_CHECKPOINT", boolFlag(fw.checkpoint()))
 	set("MESOS_HTTP_COMMAND_EXECUTOR", "0")
 	set("MESOS_EXECUTOR_SHUTDOWN_GRACE_PERIOD", stout.FormatDuration(a.shutdownGrace(e)))
+	if a.cfg.ServesTLS {
+		set("LIBPROCESS_SSL_ENABLED", "true")
+		if a.cfg.TLSCAFile != "" {
+			set("LIBPROCESS_SSL_CA_FILE", a.cfg.TLSCAFile)
+		}
+	}
 	if fw.checkpoint() {
 		set("MESOS_RECOVERY_TIMEOUT", stout.FormatDuration(a.cfg.RecoveryTimeout))
 		set("MESOS_SUBSCRIPTION_BACKOFF_MAX", stout.FormatDuration(a.cfg.ExecutorReregistrationTimeout))

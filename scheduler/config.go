@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"crypto/tls"
 	"errors"
 	"net/http"
 	"strings"
@@ -50,6 +51,11 @@ type Config struct {
 	// whose transport trusts the master's CA (and presents a client
 	// certificate where the master requires one).
 	HTTPClient *http.Client
+	// TLS, when set, is the client configuration for masters serving TLS
+	// (tlsconfig.Load(tlsconfig.Files{CA: "ca.pem"}).Client() builds one
+	// from Mesos-style files): addresses without a scheme become https,
+	// and an HTTPClient without its own Transport gets one using it.
+	TLS *tls.Config
 	// Credential, when set, is presented on every request (HTTP Basic),
 	// for masters with --authenticate_frameworks; Framework.principal
 	// defaults to its principal, as the master requires the two to match.
@@ -89,6 +95,9 @@ func (c Config) validate() (Config, error) {
 		if m == "" {
 			continue
 		}
+		if c.TLS != nil && !strings.Contains(m, "://") {
+			m = "https://" + strings.TrimPrefix(m, "//")
+		}
 		bases = append(bases, baseURL(m))
 	}
 	if len(bases) == 0 {
@@ -103,6 +112,14 @@ func (c Config) validate() (Config, error) {
 	}
 	if c.HTTPClient == nil {
 		c.HTTPClient = &http.Client{}
+	}
+	if c.TLS != nil && c.HTTPClient.Transport == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.TLSClientConfig = c.TLS
+		tr.ForceAttemptHTTP2 = true
+		hc := *c.HTTPClient
+		hc.Transport = tr
+		c.HTTPClient = &hc
 	}
 	if c.Credential != nil {
 		hc := *c.HTTPClient

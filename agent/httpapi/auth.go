@@ -68,6 +68,21 @@ func agentPath(p string) string {
 	return p
 }
 
+// RequireClientCert refuses (401) TLS requests without a verified client
+// certificate, but for the executor API, whose callers are local
+// executors holding no certificate (their tokens authenticate them): the
+// agent's half of --tls_verify_peer, whose listener verifies a
+// certificate when one is given (tlsconfig.PeersOptional).
+func RequireClientCert(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.TLS != nil && len(r.TLS.VerifiedChains) == 0 && agentPath(r.URL.Path) != "/api/v1/executor" {
+			writeError(w, Errorf(http.StatusUnauthorized, "A client certificate is required (the agent runs with --tls_verify_peer)"))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
 // SetAuthorizer makes h show each caller only what a allows (nil: all).
 // Call before serving.
 func (h *Handler) SetAuthorizer(a authorizer.Authorizer) { h.authz = a }

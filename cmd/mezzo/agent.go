@@ -20,8 +20,10 @@ import (
 
 	"mezzo/agent"
 	"mezzo/agent/fetcher"
+	"mezzo/agent/httpapi"
 	"mezzo/internal/authn"
 	"mezzo/internal/exectoken"
+	"mezzo/internal/tlsconfig"
 	"mezzo/internal/version"
 )
 
@@ -53,6 +55,7 @@ type agentFlags struct {
 	auth                   *authFlags
 	authExecutors, switchU bool
 	executorSecretKey      string
+	tls                    *tlsFlags
 }
 
 func addAgentFlags(fs *flag.FlagSet, withMaster bool) *agentFlags {
@@ -68,6 +71,7 @@ func addAgentFlags(fs *flag.FlagSet, withMaster bool) *agentFlags {
 		fs.StringVar(&f.credential, "credential", "",
 			"the credential the agent presents to its masters (path or file:///path: JSON {\"principal\",\"secret\"} or 'principal secret'); needed with the masters' --authenticate_agents")
 		f.auth = addAuthFlags(fs, "agent")
+		f.tls = addTLSFlags(fs, true)
 	}
 	fs.BoolVar(&f.authExecutors, "authenticate_http_executors", false,
 		"executors must present the token the agent minted for them (MESOS_EXECUTOR_AUTHENTICATION_TOKEN) on the executor API; needs --executor_secret_key")
@@ -122,6 +126,7 @@ type runningAgent struct {
 	a    *agent.Agent
 	ln   net.Listener
 	done chan error
+	tls  *tlsconfig.Source // nil: plain HTTP
 }
 
 // startAgent builds and starts an agent serving its HTTP API on ln.
@@ -162,6 +167,18 @@ func startAgent(ctx context.Context, f *agentFlags, ln net.Listener, client *htt
 			return nil, err
 		}
 		key = &k
+	}
+	tlsSrc, err := f.tls.source()
+	if err != nil {
+		return nil, err
+	}
+	if tlsSrc != nil {
+		// h2 over TLS to the masters (ALPN), still one connection per
+		// master for all the process's agents.
+		client = agent.NewTLSHTTPClient(agent.MasterResponseTimeout, tlsSrc.Client())
+	}
+	if client == nil {
+		client = agent.DefaultHTTPClient()
 	}
 	if cred != nil {
 		c := *client
@@ -217,13 +234,26 @@ func startAgent(ctx context.Context, f *agentFlags, ln net.Listener, client *htt
 		AuthenticateExecutors: f.authExecutors,
 		HTTPAuth:              guard,
 		Authorizer:            authz,
+		ServesTLS:             tlsSrc != nil,
+		TLSCAFile:             f.tls.caFile(),
 	})
 	if err != nil {
 		return nil, err
 	}
-	srv := newServer(a.Handler())
-	r := &runningAgent{a: a, ln: ln, done: make(chan error, 1)}
-	go func() { r.done <- serve(ctx, srv, ln) }()
+	handler := a.Handler()
+	if tlsSrc != nil && tlsSrc.Files().VerifyPeer {
+		handler = httpapi.RequireClientCert(handler)
+	}
+	srv := newServer(handler)
+	// Executors reach the agent without a certificate (their tokens
+	// authenticate them): the listener verifies certificates when given
+	// and RequireClientCert demands one everywhere else.
+	sln, err := serveTLS(srv, ln, tlsSrc, tlsconfig.PeersOptional)
+	if err != nil {
+		return nil, err
+	}
+	r := &runningAgent{a: a, ln: ln, done: make(chan error, 1), tls: tlsSrc}
+	go func() { r.done <- serve(ctx, srv, sln) }()
 	a.Start()
 	go func() {
 		<-ctx.Done()
@@ -292,7 +322,8 @@ func runAgent(args []string, _, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mezzo agent: %v\n", err)
 		return 1
 	}
-	log.Info("agent listening", "addr", ln.Addr().String(), "master", f.master)
+	log.Info("agent listening", "addr", ln.Addr().String(), "master", f.master, "tls", r.tls != nil)
+	reloadOnHUP(ctx, log, r.tls)
 	select {
 	case err := <-r.done:
 		if err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"mezzo/internal/authn"
 	"mezzo/internal/flagenv"
+	"mezzo/internal/tlsconfig"
 	"mezzo/internal/version"
 	"mezzo/master"
 	"mezzo/master/allocator"
@@ -44,6 +45,7 @@ type masterFlags struct {
 	auth                                        *authFlags
 	authFrameworks, authAgents, rootSubmissions bool
 	credential                                  string
+	tls                                         *tlsFlags
 }
 
 func addMasterFlags(fs *flag.FlagSet) *masterFlags {
@@ -90,6 +92,7 @@ func addMasterFlags(fs *flag.FlagSet) *masterFlags {
 	f.raftTimeout = durationFlag(fs, "raft_timeout", 500*time.Millisecond,
 		"mezzo only (not a Mesos flag): Raft heartbeat and election timeout among --masters: a leader that stops answering (paused, partitioned) is replaced within about 1-2x this; one whose process died (its Raft port refuses connections) at once")
 	f.auth = addAuthFlags(fs, "master")
+	f.tls = addTLSFlags(fs, true)
 	fs.BoolVar(&f.authFrameworks, "authenticate_frameworks", false,
 		"only frameworks presenting HTTP Basic credentials (from --credentials) may use the scheduler API; their FrameworkInfo.principal must be the authenticated one")
 	fs.BoolVar(&f.authFrameworks, "authenticate_http_frameworks", false, "the same as --authenticate_frameworks (Mesos's name for HTTP frameworks)")
@@ -113,6 +116,8 @@ type runningMaster struct {
 	// fatal receives why the master cannot go on (a registry disk
 	// failure, strict recovery of an empty registry).
 	fatal chan error
+	// tls is the master's TLS material (nil: plain HTTP).
+	tls *tlsconfig.Source
 }
 
 func (r *runningMaster) addr() string { return r.ln.Addr().String() }
@@ -152,6 +157,10 @@ func startMaster(ctx context.Context, f *masterFlags, fs *flag.FlagSet, ln net.L
 	if err != nil {
 		return nil, err
 	}
+	tlsSrc, err := f.tls.source()
+	if err != nil {
+		return nil, err
+	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	var flags []master.Flag
 	for _, kv := range flagenv.Effective(fs) {
@@ -173,6 +182,14 @@ func startMaster(ctx context.Context, f *masterFlags, fs *flag.FlagSet, ln net.L
 	case "replicated_log", "":
 		rc := registryConfig{workDir: f.workDir, bindIP: f.ip, strict: f.registryStrict,
 			raftTimeout: *f.raftTimeout, raftLease: *f.raftLease, storeTimeout: *f.registryStoreTimeout, onFatal: onFatal, log: log}
+		if tlsSrc != nil && f.masters != "" {
+			// Raft among the masters is always mutual TLS in a TLS
+			// cluster: the peers are the masters' certificates.
+			if rc.serverTLS, err = tlsSrc.Server(tlsconfig.PeersRequired); err != nil {
+				return nil, fmt.Errorf("Raft over TLS: %w", err)
+			}
+			rc.clientTLS = tlsSrc.Client()
+		}
 		if f.masters != "" {
 			rc.masters, rc.self, err = parseMasters(f.masters, f.ip, hostnameOr(f.hostname), port)
 			if err != nil {
@@ -243,6 +260,9 @@ func startMaster(ctx context.Context, f *masterFlags, fs *flag.FlagSet, ln net.L
 	}
 	opts := httpapi.Options{Logger: log, Logging: f.logging, LeaderWait: wait, UI: webui.Handler(), Profiling: f.profiling,
 		Auth: guard, AgentCredential: agentCred}
+	if tlsSrc != nil {
+		opts.AgentTLS = tlsSrc.Client()
+	}
 	if reg != nil {
 		opts.ExtraMetrics = reg.reg.Metrics
 		opts.ExtraTimers = reg.reg.Timers
@@ -252,9 +272,17 @@ func startMaster(ctx context.Context, f *masterFlags, fs *flag.FlagSet, ln net.L
 		context.AfterFunc(ctx, reg.log.Quiesce)
 	}
 	srv := newServer(httpapi.New(m, opts))
-	r := &runningMaster{m: m, srv: srv, ln: ln, reg: reg, done: make(chan error, 1), fatal: fatal}
+	r := &runningMaster{m: m, srv: srv, ln: ln, reg: reg, done: make(chan error, 1), fatal: fatal, tls: tlsSrc}
+	sln, err := serveTLS(srv, ln, tlsSrc, tlsconfig.PeersAsConfigured)
+	if err != nil {
+		m.Stop()
+		if reg != nil {
+			reg.Close()
+		}
+		return nil, err
+	}
 	go func() {
-		err := serve(ctx, srv, ln)
+		err := serve(ctx, srv, sln)
 		m.Stop()
 		if reg != nil {
 			reg.Close()
@@ -291,7 +319,8 @@ func runMaster(args []string, _, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mezzo master: %v\n", err)
 		return 1
 	}
-	log.Info("master listening", "addr", r.addr(), "masters", f.masters)
+	log.Info("master listening", "addr", r.addr(), "masters", f.masters, "tls", r.tls != nil)
+	reloadOnHUP(ctx, log, r.tls)
 	select {
 	case err := <-r.done:
 		if err != nil {

@@ -95,6 +95,8 @@ var rules = []rule{
 		func(_, dep string) bool { return false }},
 	{"internal/authorizer imports only api", under(module + "/internal/authorizer"),
 		func(_, dep string) bool { return isAPI(dep) }},
+	{"internal/tlsconfig imports nothing of mezzo", under(module + "/internal/tlsconfig"),
+		func(_, dep string) bool { return false }},
 }
 
 // forbid bans some imports, in the module or not (rules only see the
