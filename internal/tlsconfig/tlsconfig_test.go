@@ -187,4 +187,3 @@ func TestFromEnv(t *testing.T) {
 		t.Fatal("a bad boolean was accepted")
 	}
 }
-
