@@ -168,10 +168,10 @@ type Config struct {
 	// Logging controls Logger's level for the operator API's
 	// SET_LOGGING_LEVEL; nil leaves the level fixed.
 	Logging *loglevel.Control
-	// HTTPClient talks to the masters. It must speak HTTP/2 without TLS
-	// (h2c) so that many agents share one connection; its Transport is used
-	// with the agent's own redirect policy. Default: a Transport speaking
-	// only unencrypted HTTP/2.
+	// HTTPClient talks to the masters. It must speak HTTP/2 (h2c, or h2
+	// over TLS: NewTLSHTTPClient) so that many agents share one connection;
+	// its Transport is used with the agent's own redirect policy. Default:
+	// a Transport speaking only unencrypted HTTP/2.
 	HTTPClient *http.Client
 	// Version is reported to the master and in /state.
 	Version string
