@@ -40,24 +40,7 @@ func realmOf(path string) (authn.Realm, bool) {
 
 // Authenticate returns next behind g (nil g: next itself).
 func Authenticate(g *authn.Guard, next http.Handler) http.Handler {
-	if g == nil {
-		return next
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		realm, needed := realmOf(agentPath(r.URL.Path))
-		if !needed {
-			next.ServeHTTP(w, r)
-			return
-		}
-		p, ok := g.Check(w, r, realm)
-		if !ok {
-			return
-		}
-		if p != "" {
-			r = r.WithContext(authn.WithPrincipal(r.Context(), p))
-		}
-		next.ServeHTTP(w, r)
-	})
+	return g.Handler(func(p string) (authn.Realm, bool) { return realmOf(agentPath(p)) }, next)
 }
 
 // agentPath strips the agent's libprocess id ("/slave(1)/x" is "/x").

@@ -84,6 +84,31 @@ func (g *Guard) refuse(w http.ResponseWriter, r *http.Request, realm Realm, trie
 	Challenge(w, realm, err)
 }
 
+// Handler authenticates every request to next by the realm realmOf gives
+// its path (false: the path needs none): a refused request gets Check's
+// 401 and reaches nothing; an admitted one carries its principal in its
+// context (PrincipalOf). A nil g returns next.
+func (g *Guard) Handler(realmOf func(path string) (Realm, bool), next http.Handler) http.Handler {
+	if g == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		realm, needed := realmOf(r.URL.Path)
+		if !needed {
+			next.ServeHTTP(w, r)
+			return
+		}
+		p, ok := g.Check(w, r, realm)
+		if !ok {
+			return
+		}
+		if p != "" {
+			r = r.WithContext(WithPrincipal(r.Context(), p))
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
 // Challenge answers 401 Unauthorized with the Basic challenge for realm
 // and a text body saying why.
 func Challenge(w http.ResponseWriter, realm Realm, why error) {

@@ -3,6 +3,7 @@ package authorizer
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -343,4 +344,24 @@ func TestLocalAgreesWithOracle(t *testing.T) {
 			t.Fatalf("local says %v, oracle %v for %q %s %v under %+v", got, want, subject, action, object, acls)
 		}
 	})
+}
+
+// One decision of the local authorizer against a 40-ACL action, the
+// request matching the last ACL (docs/benchmarks.md).
+func BenchmarkLocalAuthorized(b *testing.B) {
+	acls := &ACLs{Permissive: false, Rules: map[Action][]ACL{}}
+	for i := range 40 {
+		acls.Rules[ViewTask] = append(acls.Rules[ViewTask], ACL{
+			Principals: Entity{Type: Some, Values: []string{"p" + strconv.Itoa(i)}},
+			Objects:    Entity{Type: Some, Values: []string{"u" + strconv.Itoa(i)}},
+		})
+	}
+	l := NewLocal(acls)
+	r := Request{Subject: "p39", Action: ViewTask, Object: Value("u39")}
+	b.ReportAllocs()
+	for b.Loop() {
+		if ok, _ := l.Authorized(r); !ok {
+			b.Fatal("refused")
+		}
+	}
 }

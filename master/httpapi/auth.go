@@ -60,30 +60,6 @@ func realmOf(path string) (authn.Realm, bool) {
 	return authn.MasterReadonly, true
 }
 
-// authenticate wraps next with g: unauthenticated callers of a realm
-// that requires credentials, and callers presenting wrong ones, get 401
-// and reach nothing.
-func authenticate(g *authn.Guard, next http.Handler) http.Handler {
-	if g == nil {
-		return next
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		realm, needed := realmOf(r.URL.Path)
-		if !needed {
-			next.ServeHTTP(w, r)
-			return
-		}
-		p, ok := g.Check(w, r, realm)
-		if !ok {
-			return
-		}
-		if p != "" {
-			r = r.WithContext(authn.WithPrincipal(r.Context(), p))
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
 // principal is the caller of a scheduler-API or agent-protocol request,
 // as authenticate found it ("" when anonymous).
 func principal(r *http.Request) master.Principal {

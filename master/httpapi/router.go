@@ -146,7 +146,7 @@ func New(m *master.Master, opts Options) http.Handler {
 	// subscribes at once, and the mux's route matching was where each
 	// request's new goroutine first outgrew its stack (copied, 4% of a
 	// new leader's CPU at 40,000 agents).
-	return authenticate(opts.Auth, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return opts.Auth.Handler(realmOf, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == agentPath {
 			s.agent(w, r)
 			return
