@@ -141,6 +141,11 @@ func startLocal(t *testing.T, agents int, extra ...string) *cluster {
 func startLocalVia(t *testing.T, client func(dir string) *http.Client, scheme string, agents int, extra ...string) *cluster {
 	t.Helper()
 	port := freePort(t)
+	for _, a := range extra {
+		if p, ok := strings.CutPrefix(a, "--port="); ok {
+			port, _ = strconv.Atoi(p) // the caller's choice wins, as on mezzo local's command line
+		}
+	}
 	dir := t.TempDir()
 	hc := client(dir)
 	args := append([]string{"local", "--agents=" + strconv.Itoa(agents), "--port=" + strconv.Itoa(port),

@@ -77,7 +77,7 @@ func serveTLS(srv *http.Server, ln net.Listener, src *tlsconfig.Source, peers tl
 	p.SetHTTP2(true)
 	srv.Protocols = &p
 	srv.TLSConfig = cfg
-	return tls.NewListener(ln, cfg), nil
+	return tls.NewListener(tlsconfig.RefusePlaintextH2(ln), cfg), nil
 }
 
 // clientFlags are what mezzo run and the CLI take to reach a secured

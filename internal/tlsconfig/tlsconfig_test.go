@@ -1,7 +1,9 @@
 package tlsconfig
 
 import (
+	"crypto/tls"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -81,6 +83,39 @@ func TestHandshakes(t *testing.T) {
 	byName := &http.Client{Transport: load(t, Files{CA: a.CA}).Transport()}
 	if _, err := get(byName, "http://"+strings.Replace(addr, "127.0.0.1", "127.0.0.2", 1)+"/"); err == nil {
 		t.Fatal("a name the certificate does not hold was accepted")
+	}
+}
+
+// An HTTP/2 client with prior knowledge (h2c: an agent without TLS flags)
+// is told, in its own protocol, that the port speaks TLS.
+func TestPlaintextH2ClientIsTold(t *testing.T) {
+	a := throwaway(t, t.TempDir())
+	cfg, err := load(t, a).Server(PeersAsConfigured)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })}
+	go srv.Serve(tls.NewListener(RefusePlaintextH2(ln), cfg))
+	defer srv.Close()
+	var p http.Protocols
+	p.SetUnencryptedHTTP2(true)
+	h2c := &http.Client{Transport: &http.Transport{Protocols: &p}}
+	resp, err := h2c.Post("http://"+ln.Addr().String()+"/internal/v1/agent", "application/x-protobuf", strings.NewReader("x"))
+	if err != nil {
+		t.Fatalf("h2c client against a TLS port: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), PlaintextMessage) {
+		t.Fatalf("h2c client against a TLS port: %s %q", resp.Status, body)
+	}
+	// TLS clients are not disturbed by the sniffing.
+	if got, err := get(&http.Client{Transport: load(t, Files{CA: a.CA}).Transport()}, "http://"+ln.Addr().String()+"/"); err != nil || got != "200 OK ok" {
+		t.Fatalf("TLS client behind the sniffer: %q %v", got, err)
 	}
 }
 
