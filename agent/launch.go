@@ -390,7 +390,7 @@ func (a *Agent) startContainer(e *executor, cfg containerizer.ContainerConfig, u
 		a.post(func() { a.metrics.fetchesSucceeded++ })
 	}
 	// The sandbox, with what was fetched into it, is its user's.
-	if err := giveSandbox(cfg.Dir, cfg.User); err != nil {
+	if err := giveSandbox(cfg); err != nil {
 		err = fmt.Errorf("giving the sandbox to user '%s': %w", cfg.User.Name, err)
 		a.post(func() { a.launchFailed(e, err) })
 		return

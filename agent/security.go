@@ -87,20 +87,34 @@ func (a *Agent) runAs(fw *framework, info *mesos.ExecutorInfo) (*containerizer.U
 	return out, nil
 }
 
-// giveSandbox makes the sandbox and everything in it (fetched files
-// included) belong to u, as Mesos chowns an executor's directory to its
-// user. Symlinks are changed themselves, never followed: a fetched
-// archive's link may point anywhere.
-func giveSandbox(dir string, u *containerizer.User) error {
+// giveSandbox makes the container's sandbox and everything in it
+// (fetched files included) belong to its user, as Mesos chowns an
+// executor's directory to its user; so are its persistent volumes that
+// are still empty (new ones), which the task could not write otherwise.
+// Symlinks are changed themselves, never followed: a fetched archive's
+// link may point anywhere.
+func giveSandbox(cfg containerizer.ContainerConfig) error {
+	u := cfg.User
 	if u == nil {
 		return nil
 	}
-	return filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
+	err := filepath.WalkDir(cfg.Dir, func(p string, _ fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		return os.Lchown(p, int(u.UID), int(u.GID))
 	})
+	if err != nil {
+		return err
+	}
+	for _, v := range cfg.Volumes {
+		if entries, err := os.ReadDir(v.HostPath); err == nil && len(entries) == 0 {
+			if err := os.Lchown(v.HostPath, int(u.UID), int(u.GID)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // executorToken mints e's token (its framework, executor and container
