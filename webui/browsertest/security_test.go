@@ -40,7 +40,7 @@ func TestEachPrincipalSeesItsOwn(t *testing.T) {
 	// what the UI shows, by the frameworks' users.
 	c := startCluster(t, 1, 1, "--credentials="+creds, "--credential="+agentCred, "--acls="+acls,
 		"--authenticate_http_readonly", "--switch_user=false")
-	basic := func(p string) string { return "Basic " + base64.StdEncoding.EncodeToString([]byte(p + ":" + p + "-pw")) }
+	basic := func(p string) string { return "Basic " + base64.StdEncoding.EncodeToString([]byte(p+":"+p+"-pw")) }
 	run := func(name, user string) {
 		start(t, "mezzo run "+name, nil, "run", "--master="+c.masters[0], "--name="+name, "--user="+user,
 			"--resources=cpus:0.1;mem:32", "--shell", "--", "echo "+name+"-output; sleep 600")
