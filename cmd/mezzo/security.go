@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"sort"
 	"sync/atomic"
 
 	"mezzo/internal/authn"
@@ -72,11 +73,8 @@ func (f *authFlags) guard(log *slog.Logger, readonly, readwrite authn.Realm, ext
 	return g, nil
 }
 
-func anyRealm(m map[authn.Realm]bool) authn.Realm {
-	for r := range m {
-		return r
-	}
-	return ""
+func anyRealm(m map[authn.Realm]bool) string {
+	return realmList(m)[0]
 }
 
 func realmList(m map[authn.Realm]bool) []string {
@@ -84,6 +82,7 @@ func realmList(m map[authn.Realm]bool) []string {
 	for r := range m {
 		out = append(out, string(r))
 	}
+	sort.Strings(out)
 	return out
 }
 

@@ -67,9 +67,29 @@ func (c *sniffConn) sniff() {
 	if !bytes.Equal(head, h2Preface) {
 		return // HTTP/1 and the rest: the TLS layer and Go's server answer
 	}
-	// The client's first request is stream 1: it gets a 400 whose body
-	// says why (HPACK 0x8c is ":status: 400" from the static table), then
-	// GOAWAY; Go's client returns the 400 as the request's answer.
+	// Answer the client's first request (its first HEADERS frame, which
+	// must have arrived: a frame on a stream the client has not opened
+	// yet is a protocol error to it) with a 400 whose body says why
+	// (HPACK 0x8c is ":status: 400" from the static table), then GOAWAY;
+	// Go's client returns the 400 as the request's answer.
+	c.Conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	defer c.Conn.SetReadDeadline(time.Time{})
+	c.err = errPlaintext
+	c.r.Discard(len(h2Preface))
+	var stream uint32
+	for stream == 0 {
+		var hdr [9]byte
+		if _, err := io.ReadFull(c.r, hdr[:]); err != nil {
+			return
+		}
+		n := int(hdr[0])<<16 | int(hdr[1])<<8 | int(hdr[2])
+		if _, err := c.r.Discard(n); err != nil {
+			return
+		}
+		if hdr[3] == 0x1 { // HEADERS
+			stream = binary.BigEndian.Uint32(hdr[5:]) & 0x7fffffff
+		}
+	}
 	frame := func(typ, flags byte, stream uint32, payload []byte) []byte {
 		f := make([]byte, 9, 9+len(payload))
 		f[0], f[1], f[2] = byte(len(payload)>>16), byte(len(payload)>>8), byte(len(payload))
@@ -78,17 +98,16 @@ func (c *sniffConn) sniff() {
 		return append(f, payload...)
 	}
 	goaway := make([]byte, 8)
-	binary.BigEndian.PutUint32(goaway, 1) // last stream: the one answered
+	binary.BigEndian.PutUint32(goaway, stream) // last stream: the one answered
 	var out []byte
-	out = append(out, frame(0x4, 0, 0, nil)...)                             // SETTINGS
-	out = append(out, frame(0x1, 0x4, 1, []byte{0x8c})...)                  // HEADERS, END_HEADERS
-	out = append(out, frame(0x0, 0x1, 1, []byte(PlaintextMessage+"\n"))...) // DATA, END_STREAM
-	out = append(out, frame(0x7, 0, 0, goaway)...)                          // GOAWAY, NO_ERROR
+	out = append(out, frame(0x4, 0, 0, nil)...)                                  // SETTINGS
+	out = append(out, frame(0x1, 0x4, stream, []byte{0x8c})...)                  // HEADERS, END_HEADERS
+	out = append(out, frame(0x0, 0x1, stream, []byte(PlaintextMessage+"\n"))...) // DATA, END_STREAM
+	out = append(out, frame(0x7, 0, 0, goaway)...)                               // GOAWAY, NO_ERROR
 	c.Conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
 	c.Conn.Write(out)
-	// Take in what the client still sends for a moment (its request),
-	// so that it reads the GOAWAY rather than a reset connection.
+	// Take in what the client still sends for a moment (its request's
+	// body), so that it reads the answer rather than a reset connection.
 	c.Conn.SetReadDeadline(time.Now().Add(time.Second))
 	io.Copy(io.Discard, c.r)
-	c.err = errPlaintext
 }

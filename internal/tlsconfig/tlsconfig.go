@@ -242,10 +242,14 @@ func HTTPS(base http.RoundTripper) http.RoundTripper {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	return httpsTransport{base}
+	return httpsTransport{base: base}
 }
 
-type httpsTransport struct{ base http.RoundTripper }
+type httpsTransport struct {
+	base http.RoundTripper
+	// hint, when set, says what the failed request's handshake suggests.
+	hint func() string
+}
 
 func (t httpsTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if r.URL.Scheme != "http" {
@@ -255,6 +259,11 @@ func (t httpsTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r2.URL.Scheme = "https"
 	resp, err := t.base.RoundTrip(r2)
 	if err != nil {
+		if t.hint != nil {
+			if h := t.hint(); h != "" {
+				return nil, fmt.Errorf("over TLS (https://%s): %s: %w", r.URL.Host, h, err)
+			}
+		}
 		return nil, fmt.Errorf("over TLS (https://%s): %w", r.URL.Host, err)
 	}
 	return resp, nil
@@ -262,11 +271,32 @@ func (t httpsTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // Transport returns an HTTP transport over TLS with s's client
 // configuration (HTTP/2 when the server offers it), wrapped in HTTPS.
+//
+// A client without a certificate learns that a server with mutual TLS
+// refused it only from an alert that, in TLS 1.3, may arrive after its
+// first write already failed (a reset, a broken pipe): the transport
+// notes when a server asked for a certificate it does not have, and its
+// errors then say so.
 func (s *Source) Transport() http.RoundTripper {
+	var askedNone atomic.Bool
+	cfg := s.Client()
+	get := cfg.GetClientCertificate
+	cfg.GetClientCertificate = func(i *tls.CertificateRequestInfo) (*tls.Certificate, error) {
+		c, err := get(i)
+		if err == nil && len(c.Certificate) == 0 {
+			askedNone.Store(true)
+		}
+		return c, err
+	}
 	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.TLSClientConfig = s.Client()
+	t.TLSClientConfig = cfg
 	t.ForceAttemptHTTP2 = true
-	return HTTPS(t)
+	return httpsTransport{base: t, hint: func() string {
+		if askedNone.Load() {
+			return "the server asks for a client certificate and none is configured (--tls_cert_file, --tls_key_file)"
+		}
+		return ""
+	}}
 }
 
 // CloseIdler is what HTTPS's base may offer: closing idle connections
