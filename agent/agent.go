@@ -64,6 +64,11 @@ type Agent struct {
 	// killAll: the agent is going away for good (the master shut it down,
 	// or a fatal error), so even checkpointing executors are killed.
 	killAll atomic.Bool
+	// authFailures counts requests refused 401 (bad credentials, bad
+	// executor tokens): slave/http_authentication_failures.
+	authFailures *atomic.Int64
+	// handler is http behind the HTTP authentication (Config.HTTPAuth).
+	handler http.Handler
 
 	inbox     chan func()
 	stop      chan struct{} // closed to stop the loop
@@ -164,12 +169,25 @@ func New(cfg Config) (*Agent, error) {
 	}
 	a.finishCheckpointedResources(a.rec)
 	a.http = httpapi.New(backend{a}, a.files, a.log, cfg.Logging)
+	a.http.SetAuthorizer(cfg.Authorizer)
+	a.authFailures = &atomic.Int64{}
+	if cfg.HTTPAuth != nil {
+		if cfg.HTTPAuth.Failures == nil {
+			cfg.HTTPAuth.Failures = a.authFailures
+		}
+		a.authFailures = cfg.HTTPAuth.Failures
+	}
+	if cfg.AuthenticateExecutors {
+		a.http.SetExecutorAuthenticator(a.authenticateExecutor)
+	}
+	a.handler = httpapi.Authenticate(cfg.HTTPAuth, a.http)
 	return a, nil
 }
 
 // Handler is the agent's HTTP API: the executor API, /state, /health,
-// /metrics/snapshot and /files/*, each also under /slave(1)/.
-func (a *Agent) Handler() http.Handler { return a.http }
+// /metrics/snapshot and /files/*, each also under /slave(1)/, behind the
+// HTTP authentication when configured.
+func (a *Agent) Handler() http.Handler { return a.handler }
 
 // Start runs the agent: its loop, the status update manager and the
 // registration with the master. It may be called once.

@@ -312,6 +312,7 @@ func (a *Agent) metricsSnapshot() map[string]float64 {
 	m["slave/uptime_secs"] = uptime
 	m["slave/registered"] = b2f(a.sess.registeredNow())
 	m["slave/recovery_errors"] = float64(a.metrics.recoveryErrors)
+	m["slave/http_authentication_failures"] = float64(a.authFailures.Load())
 	if a.recovered {
 		m["slave/recovery_time_secs"] = a.recoveryTime.Seconds()
 	}

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -16,7 +17,11 @@ import (
 	"mezzo/agent/containerizer"
 	"mezzo/agent/containerizer/docker"
 	"mezzo/agent/fetcher"
+	"mezzo/internal/authn"
+	"mezzo/internal/authorizer"
 	"mezzo/internal/clock"
+	"mezzo/internal/exectoken"
+	"mezzo/internal/tlsconfig"
 )
 
 // Defaults, as Mesos's agent flags.
@@ -163,13 +168,41 @@ type Config struct {
 	// Logging controls Logger's level for the operator API's
 	// SET_LOGGING_LEVEL; nil leaves the level fixed.
 	Logging *loglevel.Control
-	// HTTPClient talks to the masters. It must speak HTTP/2 without TLS
-	// (h2c) so that many agents share one connection; its Transport is used
-	// with the agent's own redirect policy. Default: a Transport speaking
-	// only unencrypted HTTP/2.
+	// HTTPClient talks to the masters. It must speak HTTP/2 (h2c, or h2
+	// over TLS: NewTLSHTTPClient) so that many agents share one connection;
+	// its Transport is used with the agent's own redirect policy. Default:
+	// a Transport speaking only unencrypted HTTP/2.
 	HTTPClient *http.Client
 	// Version is reported to the master and in /state.
 	Version string
+
+	// Security (security.go, docs/security.md).
+
+	// SwitchUser (--switch_user) runs each executor, and so its tasks, as
+	// its user (CommandInfo.user, else FrameworkInfo.user) and hands the
+	// sandbox to that user; off, everything runs as the agent's user. The
+	// flag defaults to true, as Mesos's; the zero Config leaves it off.
+	SwitchUser bool
+	// ExecutorSecretKey (--executor_secret_key) signs a token for each
+	// executor (MESOS_EXECUTOR_AUTHENTICATION_TOKEN); nil mints none.
+	ExecutorSecretKey *exectoken.Key
+	// AuthenticateExecutors (--authenticate_http_executors) refuses executor
+	// API calls that do not carry the token minted for the executor they
+	// name. Needs ExecutorSecretKey.
+	AuthenticateExecutors bool
+	// HTTPAuth authenticates callers of the agent's endpoints
+	// (--credentials, --authenticate_http_readonly/readwrite); nil lets
+	// everyone in anonymously.
+	HTTPAuth *authn.Guard
+	// Authorizer decides what each caller may read (--acls): sandboxes
+	// (access_sandboxes), the frameworks, executors and tasks in /state,
+	// the flags and the metrics. Nil allows everything.
+	Authorizer authorizer.Authorizer
+	// ServesTLS says the agent's HTTP is TLS: its executors are told so
+	// (LIBPROCESS_SSL_ENABLED=true, as Mesos's executors inherit it) and
+	// are given TLSCAFile (LIBPROCESS_SSL_CA_FILE) to verify the agent.
+	ServesTLS bool
+	TLSCAFile string
 }
 
 // validate checks the required fields and fills in defaults.
@@ -290,6 +323,9 @@ func (c *Config) validate() error {
 	default:
 		return fmt.Errorf("agent config: 'reconfiguration_policy' %q is neither %q nor %q", c.ReconfigurationPolicy, PolicyEqual, PolicyAdditive)
 	}
+	if c.AuthenticateExecutors && c.ExecutorSecretKey == nil {
+		return errors.New("agent config: --authenticate_http_executors needs --executor_secret_key")
+	}
 	if c.Clock == nil {
 		c.Clock = clock.Real
 	}
@@ -343,15 +379,33 @@ func NewHTTPClient(responseTimeout time.Duration) *http.Client {
 	}
 	p := new(http.Protocols)
 	p.SetUnencryptedHTTP2(true)
-	return &http.Client{Transport: &http.Transport{
+	return &http.Client{Transport: masterTransport(p, responseTimeout, nil)}
+}
+
+// NewTLSHTTPClient is NewHTTPClient over TLS: HTTP/2 negotiated by ALPN
+// (agents still share one connection per master), with tlsCfg verifying
+// the masters (and presenting the agent's certificate to masters that
+// require one). Its transport sends every request as https.
+func NewTLSHTTPClient(responseTimeout time.Duration, tlsCfg *tls.Config) *http.Client {
+	if responseTimeout < 0 {
+		responseTimeout = 0
+	}
+	p := new(http.Protocols)
+	p.SetHTTP2(true)
+	return &http.Client{Transport: tlsconfig.HTTPS(masterTransport(p, responseTimeout, tlsCfg))}
+}
+
+func masterTransport(p *http.Protocols, responseTimeout time.Duration, tlsCfg *tls.Config) *http.Transport {
+	return &http.Transport{
 		Protocols:             p,
+		TLSClientConfig:       tlsCfg,
 		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		ResponseHeaderTimeout: responseTimeout,
 		HTTP2: &http.HTTP2Config{
 			SendPingTimeout: masterPingTimeout,
 			PingTimeout:     masterPingTimeout,
 		},
-	}}
+	}
 }
 
 // absPath makes *p absolute (relative to the agent's working directory);

@@ -32,6 +32,8 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
+	// Reachable by every user: tasks run as their user (--switch_user).
+	os.Chmod(dir, 0o755)
 	testExecutor = filepath.Join(dir, "testexec")
 	out, err := exec.Command("go", "build", "-o", testExecutor, "./testdata/testexec").CombinedOutput()
 	if err != nil {

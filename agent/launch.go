@@ -11,6 +11,8 @@ import (
 	"mezzo/agent/fetcher"
 	"mezzo/api/mesos"
 	"mezzo/api/protocol"
+	"mezzo/internal/authorizer"
+	"mezzo/internal/exectoken"
 	"mezzo/internal/secrets"
 	"mezzo/internal/stout"
 
@@ -303,6 +305,17 @@ func (a *Agent) newExecutor(fw *framework, info *mesos.ExecutorInfo, kind execut
 		// launched with are set up with the container (volumes.go).
 		cfg.Volumes, err = a.executorVolumes(e, info.GetResources(), tasks)
 	}
+	if err == nil {
+		cfg.User, err = a.runAs(fw, info)
+	}
+	if err == nil && !e.direct {
+		// A direct task has no executor to authenticate: no token, which
+		// would otherwise reach the task's own environment.
+		var tok string
+		if tok, err = a.executorToken(e); tok != "" {
+			cfg.Env = append(cfg.Env, exectoken.EnvVar+"="+tok)
+		}
+	}
 	if err != nil {
 		// launch reports it once the tasks are queued.
 		e.launchErr = err
@@ -348,8 +361,9 @@ func (a *Agent) attachSandbox(e *executor) {
 		latest,
 		"/frameworks/" + e.fw.id + "/executors/" + e.id + "/runs/latest",
 	}
+	owner := authorizer.AccessSandboxObject(e.info, e.fw.info)
 	for _, v := range e.virtualPaths {
-		a.files.Attach(v, e.directory)
+		a.files.AttachSandbox(v, e.directory, owner)
 	}
 }
 
@@ -374,6 +388,12 @@ func (a *Agent) startContainer(e *executor, cfg containerizer.ContainerConfig, u
 			return
 		}
 		a.post(func() { a.metrics.fetchesSucceeded++ })
+	}
+	// The sandbox, with what was fetched into it, is its user's.
+	if err := giveSandbox(cfg); err != nil {
+		err = fmt.Errorf("giving the sandbox to user '%s': %w", cfg.User.Name, err)
+		a.post(func() { a.launchFailed(e, err) })
+		return
 	}
 	var c containerizer.Container
 	var err error
@@ -490,6 +510,12 @@ func (a *Agent) executorEnv(fw *framework, e *executor) []string {
 	set("MESOS_CHECKPOINT", boolFlag(fw.checkpoint()))
 	set("MESOS_HTTP_COMMAND_EXECUTOR", "0")
 	set("MESOS_EXECUTOR_SHUTDOWN_GRACE_PERIOD", stout.FormatDuration(a.shutdownGrace(e)))
+	if a.cfg.ServesTLS {
+		set("LIBPROCESS_SSL_ENABLED", "true")
+		if a.cfg.TLSCAFile != "" {
+			set("LIBPROCESS_SSL_CA_FILE", a.cfg.TLSCAFile)
+		}
+	}
 	if fw.checkpoint() {
 		set("MESOS_RECOVERY_TIMEOUT", stout.FormatDuration(a.cfg.RecoveryTimeout))
 		set("MESOS_SUBSCRIPTION_BACKOFF_MAX", stout.FormatDuration(a.cfg.ExecutorReregistrationTimeout))

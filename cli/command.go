@@ -10,8 +10,10 @@ import (
 	"strings"
 	"time"
 
+	"mezzo/internal/authn"
 	"mezzo/internal/clock"
 	"mezzo/internal/flagenv"
+	"mezzo/internal/tlsconfig"
 )
 
 // Exit codes of every operator command, for scripts (docs/cli.md).
@@ -114,6 +116,12 @@ func (e *env) run(name string, s spec, args []string, stdout, stderr io.Writer) 
 	fs.StringVar(&output, "o", "", "output format: table (default), wide (more columns), json, or name (IDs only, where a command lists things)")
 	fs.StringVar(&output, "output", "", "the same as -o")
 	timeout := fs.Duration("timeout", DefaultTimeout, "timeout of each HTTP request")
+	credential := fs.String("credential", "",
+		"present this credential (a file: JSON {\"principal\",\"secret\"} or 'principal secret') to masters and agents that authenticate")
+	var tlsFiles tlsconfig.Files
+	fs.StringVar(&tlsFiles.CA, "tls_ca_file", "", "talk TLS to the cluster, trusting the PEM CA certificates in this file")
+	fs.StringVar(&tlsFiles.Cert, "tls_cert_file", "", "PEM client certificate to present to a cluster with --tls_verify_peer")
+	fs.StringVar(&tlsFiles.Key, "tls_key_file", "", "PEM private key of --tls_cert_file")
 	var opts any
 	if s.setup != nil {
 		opts = s.setup(fs)
@@ -152,6 +160,26 @@ func (e *env) run(name string, s spec, args []string, stdout, stderr io.Writer) 
 	}
 	hc := *e.http
 	hc.Timeout = *timeout
+	if err := tlsconfig.FromEnv(&tlsFiles, e.lookup); err != nil {
+		fmt.Fprintf(stderr, "mezzo %s: %v\n", name, err)
+		return ExitUsage
+	}
+	if tlsFiles.Enabled() {
+		src, err := tlsconfig.Load(tlsFiles)
+		if err != nil {
+			fmt.Fprintf(stderr, "mezzo %s: %v\n", name, err)
+			return ExitUsage
+		}
+		hc.Transport = src.Transport()
+	}
+	if *credential != "" {
+		c, _, err := authn.LoadCredential(*credential)
+		if err != nil {
+			fmt.Fprintf(stderr, "mezzo %s: %v\n", name, err)
+			return ExitUsage
+		}
+		hc.Transport = c.Transport(hc.Transport)
+	}
 	inv := &invocation{
 		name: name, args: pos, opts: opts, json: output == "json", output: output,
 		master: &client{masters: addrs, http: &hc},

@@ -57,6 +57,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binDir = dir
+	// Tasks may run as other users (--switch_user): the built-in
+	// executors must be reachable by them.
+	os.Chmod(dir, 0o755)
 	mezzoBin = filepath.Join(dir, "mezzo")
 	cmd := exec.Command("go", "build", "-o", mezzoBin, "./cmd/mezzo")
 	cmd.Dir = repoRoot
@@ -112,6 +115,10 @@ type cluster struct {
 	dir  string
 	cmd  *exec.Cmd
 	out  *lockedWriter
+	// hc and scheme reach the cluster (a secured one needs credentials
+	// or TLS); plain HTTP by default.
+	hc     *http.Client
+	scheme string
 }
 
 // logs returns what the cluster process has printed so far.
@@ -125,11 +132,25 @@ func (c *cluster) logs() string {
 // (/health answers 200 and n agents are registered).
 func startLocal(t *testing.T, agents int, extra ...string) *cluster {
 	t.Helper()
+	return startLocalVia(t, func(string) *http.Client { return &http.Client{Timeout: 2 * time.Second} }, "http", agents, extra...)
+}
+
+// startLocalVia is startLocal for a cluster reached over scheme with the
+// client client makes from the cluster's work directory (a secured
+// cluster: credentials, TLS files under it).
+func startLocalVia(t *testing.T, client func(dir string) *http.Client, scheme string, agents int, extra ...string) *cluster {
+	t.Helper()
 	port := freePort(t)
+	for _, a := range extra {
+		if p, ok := strings.CutPrefix(a, "--port="); ok {
+			port, _ = strconv.Atoi(p) // the caller's choice wins, as on mezzo local's command line
+		}
+	}
 	dir := t.TempDir()
+	hc := client(dir)
 	args := append([]string{"local", "--agents=" + strconv.Itoa(agents), "--port=" + strconv.Itoa(port),
 		"--work_dir=" + dir, "--allocation_interval=100ms", "--resources=cpus:4;mem:4096;disk:10000;ports:[31000-32000]"}, extra...)
-	c := &cluster{addr: "127.0.0.1:" + strconv.Itoa(port), dir: dir, out: &lockedWriter{w: &bytes.Buffer{}}}
+	c := &cluster{addr: "127.0.0.1:" + strconv.Itoa(port), dir: dir, out: &lockedWriter{w: &bytes.Buffer{}}, hc: hc, scheme: scheme}
 	c.cmd = exec.Command(mezzoBin, args...)
 	c.cmd.Stdout = c.out
 	c.cmd.Stderr = c.out
@@ -143,7 +164,7 @@ func startLocal(t *testing.T, agents int, extra ...string) *cluster {
 		var state struct {
 			Slaves []json.RawMessage `json:"slaves"`
 		}
-		if err := getJSON(c.url("/master/slaves"), &state); err == nil && len(state.Slaves) >= agents {
+		if err := getJSONWith(c.hc, c.url("/master/slaves"), &state); err == nil && len(state.Slaves) >= agents {
 			return c
 		}
 		if time.Now().After(deadline) {
@@ -153,7 +174,7 @@ func startLocal(t *testing.T, agents int, extra ...string) *cluster {
 	}
 }
 
-func (c *cluster) url(path string) string { return "http://" + c.addr + path }
+func (c *cluster) url(path string) string { return c.scheme + "://" + c.addr + path }
 
 func (c *cluster) stop(t *testing.T) {
 	if c.cmd.Process == nil {
@@ -210,7 +231,10 @@ func onlyAgent(t *testing.T, c *cluster) (id, addr string) {
 }
 
 func getJSON(url string, v any) error {
-	client := &http.Client{Timeout: 2 * time.Second}
+	return getJSONWith(&http.Client{Timeout: 2 * time.Second}, url, v)
+}
+
+func getJSONWith(client *http.Client, url string, v any) error {
 	resp, err := client.Get(url)
 	if err != nil {
 		return err

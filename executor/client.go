@@ -15,6 +15,7 @@ import (
 	"mezzo/api/executorpb"
 	mesos "mezzo/api/mesos"
 	"mezzo/internal/clock"
+	"mezzo/internal/tlsconfig"
 )
 
 // SubscribeRetryInterval is how often an executor that reached the agent but
@@ -114,13 +115,23 @@ func NewClient(cfg Config, opts Options) *Client {
 	if opts.Clock == nil {
 		opts.Clock = clock.Real
 	}
+	if opts.Logf == nil {
+		opts.Logf = func(string, ...any) {}
+	}
 	if opts.HTTPClient == nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.Proxy = nil
+		if cfg.TLS {
+			// The agent's certificate chains to the CA it named; a file
+			// that cannot be read leaves the system's roots, and the
+			// handshake then fails with the reason.
+			if src, err := tlsconfig.Load(tlsconfig.Files{CA: cfg.TLSCAFile}); err == nil {
+				tr.TLSClientConfig = src.Client()
+			} else {
+				opts.Logf("executor: %v", err)
+			}
+		}
 		opts.HTTPClient = &http.Client{Transport: tr}
-	}
-	if opts.Logf == nil {
-		opts.Logf = func(string, ...any) {}
 	}
 	if opts.Jitter == nil {
 		opts.Jitter = rand.Float64

@@ -43,6 +43,12 @@ type Config struct {
 	// AuthToken is MESOS_EXECUTOR_AUTHENTICATION_TOKEN, sent as a bearer
 	// token on every call when set.
 	AuthToken string
+	// TLSCAFile is set when the agent serves TLS (LIBPROCESS_SSL_ENABLED,
+	// as Mesos's executors learn it): AgentURL is then https and the
+	// agent's certificate must chain to this file's CAs
+	// (LIBPROCESS_SSL_CA_FILE; empty: the system's).
+	TLS       bool
+	TLSCAFile string
 	// Environ is the environment the config was read from, with the
 	// authentication token removed; executors hand it to their tasks.
 	Environ []string
@@ -103,7 +109,18 @@ func ConfigFromEnv(environ []string) (Config, error) {
 		return c, fmt.Errorf("MESOS_AGENT_ENDPOINT %q: expecting ip:port: %v", endpoint, err)
 	}
 	c.AgentEndpoint = endpoint
-	c.AgentURL = "http://" + endpoint + path
+	switch v := strings.ToLower(get("LIBPROCESS_SSL_ENABLED")); v {
+	case "1", "true", "yes":
+		c.TLS, c.TLSCAFile = true, get("LIBPROCESS_SSL_CA_FILE")
+	case "", "0", "false", "no":
+	default:
+		return c, fmt.Errorf("LIBPROCESS_SSL_ENABLED %q: expecting true or false", v)
+	}
+	scheme := "http://"
+	if c.TLS {
+		scheme = "https://"
+	}
+	c.AgentURL = scheme + endpoint + path
 
 	c.Directory = get("MESOS_DIRECTORY")
 	c.Sandbox = get("MESOS_SANDBOX")

@@ -7,6 +7,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"mezzo/api/mesos"
+	"mezzo/internal/authorizer"
 )
 
 // The operator's drain calls (state_drain.go has the lifecycle). Each
@@ -33,7 +34,7 @@ func (m *Master) DrainAgent(ctx context.Context, p Principal, agentID string, ma
 		}
 		cfg.MaxGracePeriod = &mesos.DurationInfo{Nanoseconds: proto.Int64(int64(*maxGrace))}
 	}
-	return m.callAsync(ctx, func(s *state, now time.Time, finish func(error)) { s.drainAgent(agentID, cfg, finish) })
+	return m.authorizedAsync(ctx, p, authorizer.DrainAgent, nil, func(s *state, now time.Time, finish func(error)) { s.drainAgent(agentID, cfg, finish) })
 }
 
 // DeactivateAgent handles DEACTIVATE_AGENT: no more offers from the agent
@@ -43,7 +44,7 @@ func (m *Master) DeactivateAgent(ctx context.Context, p Principal, agentID strin
 	if agentID == "" {
 		return badRequest("Expecting 'deactivate_agent.agent_id' to be present")
 	}
-	return m.callAsync(ctx, func(s *state, now time.Time, finish func(error)) { s.deactivateAgent(agentID, finish) })
+	return m.authorizedAsync(ctx, p, authorizer.DeactivateAgent, nil, func(s *state, now time.Time, finish func(error)) { s.deactivateAgent(agentID, finish) })
 }
 
 // ReactivateAgent handles REACTIVATE_AGENT: a deactivated, draining or
@@ -53,5 +54,5 @@ func (m *Master) ReactivateAgent(ctx context.Context, p Principal, agentID strin
 	if agentID == "" {
 		return badRequest("Expecting 'reactivate_agent.agent_id' to be present")
 	}
-	return m.callAsync(ctx, func(s *state, now time.Time, finish func(error)) { s.reactivateAgent(agentID, finish) })
+	return m.authorizedAsync(ctx, p, authorizer.ReactivateAgent, nil, func(s *state, now time.Time, finish func(error)) { s.reactivateAgent(agentID, finish) })
 }

@@ -12,6 +12,7 @@ import (
 	"mezzo/api/mesos"
 	"mezzo/api/quotapb"
 	"mezzo/api/schedulerpb"
+	"mezzo/internal/authorizer"
 	"mezzo/internal/timerstat"
 	"mezzo/master/allocator"
 )
@@ -26,7 +27,7 @@ import (
 // partition-aware; the agent is told to shut down). It may never
 // re-register under its ID. 404 *APIError for an unknown agent.
 func (m *Master) MarkAgentGone(ctx context.Context, p Principal, agentID string) error {
-	return m.callAsync(ctx, func(s *state, now time.Time, finish func(error)) {
+	return m.authorizedAsync(ctx, p, authorizer.MarkAgentGone, nil, func(s *state, now time.Time, finish func(error)) {
 		s.markAgentGone(agentID, finish)
 	})
 }
@@ -39,7 +40,13 @@ func (m *Master) UpdateWeights(ctx context.Context, p Principal, infos []*mesos.
 	if err != nil {
 		return err
 	}
-	return m.callAsync(ctx, func(s *state, now time.Time, finish func(error)) { s.updateWeights(valid, finish) })
+	roles := make([]string, len(valid))
+	for i, w := range valid {
+		roles[i] = w.GetRole()
+	}
+	return m.authorizedAsync(ctx, p, authorizer.UpdateWeight, roleObjects(roles), func(s *state, now time.Time, finish func(error)) {
+		s.updateWeights(valid, finish)
+	})
 }
 
 // UpdateQuota handles UPDATE_QUOTA (all configs or none). Errors are
@@ -47,13 +54,17 @@ func (m *Master) UpdateWeights(ctx context.Context, p Principal, infos []*mesos.
 // consumption checks, as in Mesos.
 func (m *Master) UpdateQuota(ctx context.Context, p Principal, force bool, configs []*quotapb.QuotaConfig) error {
 	cs := make([]*quotapb.QuotaConfig, len(configs))
+	roles := make([]string, len(configs))
 	for i, c := range configs {
 		if err := ValidateQuotaConfig(c, fmt.Sprintf("update_quota.quota_configs[%d]", i)); err != nil {
 			return err
 		}
 		cs[i] = proto.Clone(c).(*quotapb.QuotaConfig)
+		roles[i] = c.GetRole()
 	}
-	return m.callAsync(ctx, func(s *state, now time.Time, finish func(error)) { s.updateQuota(cs, force, finish) })
+	return m.authorizedAsync(ctx, p, authorizer.UpdateQuota, roleObjects(roles), func(s *state, now time.Time, finish func(error)) {
+		s.updateQuota(cs, force, finish)
+	})
 }
 
 // SetQuota handles the deprecated SET_QUOTA and POST /master/quota: 400
@@ -65,13 +76,17 @@ func (m *Master) SetQuota(ctx context.Context, p Principal, req *quotapb.QuotaRe
 		return err
 	}
 	force := req.GetForce()
-	return m.callAsync(ctx, func(s *state, now time.Time, finish func(error)) { s.setQuota(cfg, force, finish) })
+	return m.authorizedAsync(ctx, p, authorizer.UpdateQuota, roleObjects([]string{cfg.GetRole()}), func(s *state, now time.Time, finish func(error)) {
+		s.setQuota(cfg, force, finish)
+	})
 }
 
 // RemoveQuota handles the deprecated REMOVE_QUOTA and
 // DELETE /master/quota/<role>: 400 if the role has no quota.
 func (m *Master) RemoveQuota(ctx context.Context, p Principal, role string) error {
-	return m.callAsync(ctx, func(s *state, now time.Time, finish func(error)) { s.removeQuota(role, finish) })
+	return m.authorizedAsync(ctx, p, authorizer.UpdateQuota, roleObjects([]string{role}), func(s *state, now time.Time, finish func(error)) {
+		s.removeQuota(role, finish)
+	})
 }
 
 // Explain asks the allocator why a framework is or is not offered
@@ -111,6 +126,9 @@ func (m *Master) Teardown(ctx context.Context, p Principal, frameworkID string) 
 		if fw == nil {
 			return badRequest("No framework found with specified ID")
 		}
+		if err := s.authorize(p, authorizer.TeardownFramework, authorizer.TeardownObject(fw.info)); err != nil {
+			return err
+		}
 		s.removeFramework(fw, now)
 		return nil
 	})
@@ -127,6 +145,11 @@ func (m *Master) KillTask(ctx context.Context, p Principal, frameworkID, taskID 
 		fw := s.frameworks[frameworkID]
 		if fw == nil {
 			return &APIError{Status: http.StatusNotFound, Message: fmt.Sprintf("No framework %s is registered", frameworkID)}
+		}
+		// Mesos has no operator kill: whoever may tear the framework
+		// down may kill one of its tasks.
+		if err := s.authorize(p, authorizer.TeardownFramework, authorizer.TeardownObject(fw.info)); err != nil {
+			return err
 		}
 		t := fw.tasks[taskID]
 		if t == nil {

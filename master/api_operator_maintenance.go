@@ -8,6 +8,7 @@ import (
 
 	"mezzo/api/maintenancepb"
 	"mezzo/api/mesos"
+	"mezzo/internal/authorizer"
 )
 
 // The operator API's maintenance entry points (UPDATE_MAINTENANCE_SCHEDULE,
@@ -28,7 +29,7 @@ func (m *Master) UpdateMaintenanceSchedule(ctx context.Context, p Principal, sch
 	if err := ValidateSchedule(sched, nil, "update_maintenance_schedule.schedule"); err != nil {
 		return err
 	}
-	return m.callAsync(ctx, func(s *state, now time.Time, finish func(error)) { s.updateSchedule(sched, finish) })
+	return m.authorizedAsync(ctx, p, authorizer.UpdateMaintenanceSchedule, nil, func(s *state, now time.Time, finish func(error)) { s.updateSchedule(sched, finish) })
 }
 
 // StartMaintenance brings machines DOWN: each must be in the schedule and
@@ -40,7 +41,7 @@ func (m *Master) StartMaintenance(ctx context.Context, p Principal, machines []*
 		return err
 	}
 	ids := cloneMachines(machines)
-	return m.callAsync(ctx, func(s *state, now time.Time, finish func(error)) { s.startMaintenance(ids, finish) })
+	return m.authorizedAsync(ctx, p, authorizer.StartMaintenance, nil, func(s *state, now time.Time, finish func(error)) { s.startMaintenance(ids, finish) })
 }
 
 // StopMaintenance brings DOWN machines UP (400 for one that is not DOWN):
@@ -50,7 +51,7 @@ func (m *Master) StopMaintenance(ctx context.Context, p Principal, machines []*m
 		return err
 	}
 	ids := cloneMachines(machines)
-	return m.callAsync(ctx, func(s *state, now time.Time, finish func(error)) { s.stopMaintenance(ids, finish) })
+	return m.authorizedAsync(ctx, p, authorizer.StopMaintenance, nil, func(s *state, now time.Time, finish func(error)) { s.stopMaintenance(ids, finish) })
 }
 
 func cloneMachines(ms []*mesos.MachineID) []*mesos.MachineID {

@@ -15,7 +15,7 @@ import (
 // (then HEARTBEAT), or ERROR followed by the end of the stream.
 func (m *Master) Subscribe(ctx context.Context, p Principal, call *schedulerpb.Call) (*FrameworkStream, error) {
 	return openStream(ctx, m, func(s *state, now time.Time) (*FrameworkStream, error) {
-		return s.subscribe(call.GetSubscribe(), now)
+		return s.subscribe(p, call.GetSubscribe(), now)
 	})
 }
 
@@ -24,6 +24,6 @@ func (m *Master) Subscribe(ctx context.Context, p Principal, call *schedulerpb.C
 // if absent). It returns an *APIError for calls the master refuses.
 func (m *Master) SchedulerCall(ctx context.Context, p Principal, call *schedulerpb.Call, streamID string) error {
 	return m.leaderCall(ctx, func(s *state, now time.Time) error {
-		return s.schedulerCall(call, streamID, now)
+		return s.schedulerCall(p, call, streamID, now)
 	})
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"mezzo/internal/authorizer"
 	"mezzo/internal/clock"
 	"mezzo/master/allocator"
 )
@@ -135,6 +136,15 @@ type Config struct {
 	// cannot go on: e.g. strict recovery found an empty registry. cmd/
 	// exits loudly. Nil: log only.
 	OnFatal func(error)
+
+	// Authorizer decides what each principal may do and see (--acls with
+	// --authorizers=local): the write entry points consult it on the loop,
+	// the read endpoints while rendering. Nil allows everything, as Mesos
+	// without --acls.
+	Authorizer authorizer.Authorizer
+	// RefuseRootSubmissions refuses frameworks whose user is root
+	// (--root_submissions=false; Mesos allows them by default).
+	RefuseRootSubmissions bool
 
 	// Clock drives timers (offer, ping and failover timeouts). Nil means clock.Real.
 	Clock clock.Clock

@@ -245,7 +245,7 @@ func fwInfo(name string, caps ...mesos.FrameworkInfo_Capability_Type) *mesos.Fra
 
 func (h *harness) subscribe(info *mesos.FrameworkInfo) *fakeFramework {
 	h.t.Helper()
-	st, err := h.s.subscribe(&schedulerpb.Call_Subscribe{FrameworkInfo: info}, h.now)
+	st, err := h.s.subscribe(Principal{}, &schedulerpb.Call_Subscribe{FrameworkInfo: info}, h.now)
 	if err != nil {
 		h.t.Fatalf("subscribe: %v", err)
 	}
@@ -270,7 +270,7 @@ func (f *fakeFramework) call(c *schedulerpb.Call) error {
 	if err := ValidateCall(c); err != nil {
 		return err
 	}
-	err := f.h.s.schedulerCall(c, f.st.ID(), f.h.now)
+	err := f.h.s.schedulerCall(Principal{}, c, f.st.ID(), f.h.now)
 	f.h.settle()
 	return err
 }

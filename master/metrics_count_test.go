@@ -79,7 +79,7 @@ func TestMessageAndFrameworkCounters(t *testing.T) {
 
 	// A call on a stale stream is dropped and counts toward no framework.
 	calls := fm("calls")
-	if err := h.s.schedulerCall(&schedulerpb.Call{FrameworkId: frameworkID(f.id), Type: schedulerpb.Call_REVIVE.Enum()}, "stale", h.now); err == nil {
+	if err := h.s.schedulerCall(Principal{}, &schedulerpb.Call{FrameworkId: frameworkID(f.id), Type: schedulerpb.Call_REVIVE.Enum()}, "stale", h.now); err == nil {
 		t.Fatal("call with a stale stream ID accepted")
 	}
 	if c("master/dropped_messages") != 1 || fm("calls") != calls {

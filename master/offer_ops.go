@@ -93,6 +93,9 @@ var conversionOp = offerOp{
 		if err := l.s.checkOperation(l.a, opCaller{fw: l.fw, principal: l.fw.info.GetPrincipal()}, n); err != nil {
 			return nil, err
 		}
+		if err := l.s.authorizeOperation(l.fw.info.GetPrincipal(), n); err != nil {
+			return nil, err
+		}
 		if _, err := l.remaining.Apply(n); err != nil {
 			var na *resources.NotAvailableError
 			if errors.As(err, &na) {

@@ -90,6 +90,10 @@ type state struct {
 	// readmitting counts, by agent ID, re-admissions in flight.
 	admitting   map[*AgentStream]bool
 	readmitting map[string]int
+	// agentPrincipals binds each agent ID this master has seen to the
+	// principal it registered with (api_agent.go): another principal may
+	// not act for it. Soft state, learnt again after a failover.
+	agentPrincipals map[string]string
 	// undelivered holds, by framework ID, the agents whose status updates
 	// for it could not be forwarded (the framework was not subscribed to
 	// this master): they are told when it subscribes, so that they retry
@@ -279,7 +283,9 @@ func newState(cfg Config, alloc allocator.Allocator, post func(event), now time.
 		admitting:    map[*AgentStream]bool{},
 		readmitting:  map[string]int{},
 		undelivered:  map[string]map[string]bool{},
-		dirty:        true,
+
+		agentPrincipals: map[string]string{},
+		dirty:           true,
 		// Without an Election the master leads from the start (tests,
 		// embedded use); Master.New clears this when it has one.
 		leading:     true,

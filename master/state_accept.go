@@ -12,6 +12,7 @@ import (
 	"mezzo/api/mesos"
 	"mezzo/api/protocol"
 	"mezzo/api/schedulerpb"
+	"mezzo/internal/authorizer"
 	"mezzo/internal/secrets"
 	"mezzo/resources"
 )
@@ -156,6 +157,11 @@ type launcher struct {
 // launch runs one LAUNCH task: TASK_ERROR (REASON_TASK_INVALID) if it is
 // invalid, else it becomes STAGING and is sent to the agent.
 func (l *launcher) launch(ti *mesos.TaskInfo) {
+	if err := l.authorizeRun(ti, nil); err != nil {
+		l.s.rejectTask(l.fw, newStatus(ti.GetTaskId(), agentID(l.a.id), mesos.TaskState_TASK_ERROR,
+			mesos.TaskStatus_REASON_TASK_UNAUTHORIZED, err.Error(), l.now))
+		return
+	}
 	task, res, err := l.validateTask(ti, false)
 	var ex *executor
 	need := res
@@ -189,6 +195,15 @@ func (l *launcher) launch(ti *mesos.TaskInfo) {
 // DEFAULT executor, or all get TASK_ERROR with REASON_TASK_GROUP_INVALID.
 func (l *launcher) launchGroup(g *mesos.Offer_Operation_LaunchGroup) {
 	tasks := g.GetTaskGroup().GetTasks()
+	for _, ti := range tasks {
+		if err := l.authorizeRun(ti, g.GetExecutor()); err != nil {
+			for _, ti := range tasks {
+				l.s.rejectTask(l.fw, newStatus(ti.GetTaskId(), agentID(l.a.id), mesos.TaskState_TASK_ERROR,
+					mesos.TaskStatus_REASON_TASK_GROUP_UNAUTHORIZED, err.Error(), l.now))
+			}
+			return
+		}
+	}
 	var infos []*mesos.TaskInfo
 	var need resources.Resources
 	taskRes := map[string]resources.Resources{}
@@ -362,7 +377,7 @@ func (l *launcher) addTask(ti *mesos.TaskInfo, res resources.Resources, ex *exec
 		Container:   ti.Container,
 		HealthCheck: ti.HealthCheck,
 		KillPolicy:  ti.KillPolicy,
-		User:        proto.String(l.fw.info.GetUser()),
+		User:        proto.String(runAs(ti, ex, l.fw.info)),
 		Limits:      ti.Limits,
 	}
 	t := &task{proto: p, res: res, fwID: l.fw.id, agentID: l.a.id}
@@ -374,6 +389,22 @@ func (l *launcher) addTask(ti *mesos.TaskInfo, res resources.Resources, ex *exec
 	l.s.emit(func() *masterpb.Event {
 		return &masterpb.Event{Type: masterpb.Event_TASK_ADDED.Enum(), TaskAdded: &masterpb.Event_TaskAdded{Task: p}}
 	})
+}
+
+// authorizeRun asks whether the framework's principal may run ti as the
+// user it would run as (run_tasks); exec is a task group's executor.
+func (l *launcher) authorizeRun(ti *mesos.TaskInfo, exec *mesos.ExecutorInfo) error {
+	return l.s.authorize(Principal{Name: l.fw.info.GetPrincipal()}, authorizer.RunTask, authorizer.RunTaskObject(ti, exec, l.fw.info))
+}
+
+// runAs is the user a task runs as (Task.user): its command's, else its
+// executor's, else its framework's, as the agent picks it.
+func runAs(ti *mesos.TaskInfo, ex *executor, fw *mesos.FrameworkInfo) string {
+	var exec *mesos.ExecutorInfo
+	if ex != nil {
+		exec = ex.info
+	}
+	return authorizer.RunTaskObject(ti, exec, fw).Value
 }
 
 // withAllocation copies rs, injecting allocation_info.role where missing

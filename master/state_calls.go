@@ -16,11 +16,15 @@ import (
 // Mesos makes, in its order: the framework must exist (400), be subscribed
 // (403), and the call must carry the current subscription's
 // Mesos-Stream-Id (400).
-func (s *state) schedulerCall(call *schedulerpb.Call, streamID string, now time.Time) error {
+func (s *state) schedulerCall(p Principal, call *schedulerpb.Call, streamID string, now time.Time) error {
 	fw := s.frameworks[call.GetFrameworkId().GetValue()]
 	s.countSchedulerCallAt(fw, call, streamID)
 	if fw == nil {
 		return badRequest("Framework cannot be found")
+	}
+	if p.Name != "" && p.Name != fw.info.GetPrincipal() {
+		// An authenticated caller acts only for its own frameworks.
+		return badRequest("Authenticated principal '%s' does not match principal '%s' used by framework %s", p.Name, fw.info.GetPrincipal(), fw.id)
 	}
 	if !fw.connected || fw.stream == nil {
 		return forbidden("Framework is not subscribed")

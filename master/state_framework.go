@@ -1,6 +1,7 @@
 package master
 
 import (
+	"fmt"
 	"math"
 	"sort"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"mezzo/api/mesos"
 	"mezzo/api/protocol"
 	"mezzo/api/schedulerpb"
+	"mezzo/internal/authorizer"
 	"mezzo/resources"
 )
 
@@ -45,22 +47,25 @@ func newFramework(id string, info *mesos.FrameworkInfo, now time.Time) *framewor
 // subscribe handles SUBSCRIBE: a new framework, a re-subscription (failover
 // of the scheduler, or the first subscription after a master failover), or
 // a framework that was removed (ERROR, stream ends).
-func (s *state) subscribe(sub *schedulerpb.Call_Subscribe, now time.Time) (*FrameworkStream, error) {
+func (s *state) subscribe(p Principal, sub *schedulerpb.Call_Subscribe, now time.Time) (*FrameworkStream, error) {
 	s.countSubscribe(sub.GetFrameworkInfo())
 	if err := validateFrameworkInfo(sub.GetFrameworkInfo()); err != nil {
 		return nil, badRequest("Failed to validate scheduler::Call: %v", err)
 	}
 	info := proto.Clone(sub.GetFrameworkInfo()).(*mesos.FrameworkInfo)
 	id := info.GetId().GetValue()
+	if p.Name != "" && p.Name != info.GetPrincipal() {
+		return nil, badRequest("Authenticated principal '%s' does not match principal '%s' set in `FrameworkInfo`", p.Name, info.GetPrincipal())
+	}
 
 	if id != "" && s.completedIDs[id] {
-		st := s.newFrameworkStream(id)
-		st.send(errorEvent("Framework has been removed"))
-		st.q.close()
-		return st, nil
+		return s.refusedSubscription(id, "Framework has been removed"), nil
 	}
 
 	fw := s.frameworks[id]
+	if msg := s.subscriptionRefusal(info, fw); msg != "" {
+		return s.refusedSubscription(id, msg), nil
+	}
 	added := false
 	switch {
 	case id == "":
@@ -266,6 +271,9 @@ func (s *state) updateFramework(fw *framework, u *schedulerpb.Call_UpdateFramewo
 	case info.GetCheckpoint() != fw.info.GetCheckpoint():
 		return badRequest("Updating 'FrameworkInfo.checkpoint' is unsupported")
 	}
+	if err := s.authorize(Principal{Name: info.GetPrincipal()}, authorizer.RegisterFramework, roleObjects(frameworkRoles(info))...); err != nil {
+		return err
+	}
 	fw.info = proto.Clone(info).(*mesos.FrameworkInfo)
 	fw.caps = capabilitySet(fw.info)
 	fw.suppressed = map[string]bool{}
@@ -279,6 +287,35 @@ func (s *state) updateFramework(fw *framework, u *schedulerpb.Call_UpdateFramewo
 	s.dirty = true
 	s.emitFrameworkUpdated(fw)
 	return nil
+}
+
+// refusedSubscription is the stream answering a SUBSCRIBE the master
+// refuses once the stream is open, as Mesos does: one ERROR event naming
+// why, then the end of the stream. Nothing else changes.
+func (s *state) refusedSubscription(id, msg string) *FrameworkStream {
+	st := s.newFrameworkStream(id)
+	st.send(errorEvent(msg))
+	st.q.close()
+	return st
+}
+
+// subscriptionRefusal says why a (re-)subscription with info may not
+// proceed ("" if it may): a root framework under --root_submissions=false,
+// a principal other than the one the framework registered with (which
+// would let one principal take over another's framework), or roles its
+// principal may not register with (register_frameworks).
+func (s *state) subscriptionRefusal(info *mesos.FrameworkInfo, fw *framework) string {
+	if s.cfg.RefuseRootSubmissions && info.GetUser() == "root" {
+		return "User 'root' is not allowed to run frameworks without --root_submissions set"
+	}
+	if fw != nil && fw.info.GetPrincipal() != info.GetPrincipal() {
+		return fmt.Sprintf("Changing framework's principal is not allowed: framework %s is registered with principal '%s', not '%s'",
+			fw.id, fw.info.GetPrincipal(), info.GetPrincipal())
+	}
+	if err := s.authorize(Principal{Name: info.GetPrincipal()}, authorizer.RegisterFramework, roleObjects(frameworkRoles(info))...); err != nil {
+		return err.Error()
+	}
+	return ""
 }
 
 // updateFrameworkOnAgents sends the current FrameworkInfo to every agent

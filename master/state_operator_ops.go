@@ -48,6 +48,9 @@ func (s *state) operatorOperation(p Principal, agentID string, op *mesos.Offer_O
 	if err := s.checkOperation(a, opCaller{principal: p.Name}, n); err != nil {
 		return s.operatorRefused(op, agentID, badRequest("Invalid %s operation: %v", op.GetType(), err), now)
 	}
+	if err := s.authorizeOperation(p.Name, n); err != nil {
+		return s.operatorRefused(op, agentID, err.(*APIError), now)
+	}
 	_, err = s.freeOn(a).Apply(n)
 	var na *resources.NotAvailableError
 	if errors.As(err, &na) && len(a.offers) > 0 {

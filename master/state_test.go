@@ -565,7 +565,7 @@ func TestFrameworkFailover(t *testing.T) {
 		// A removed framework cannot come back.
 		info := fwInfo("fw")
 		info.Id = frameworkID(f.id)
-		st, err := h.s.subscribe(&schedulerpb.Call_Subscribe{FrameworkInfo: info}, h.now)
+		st, err := h.s.subscribe(Principal{}, &schedulerpb.Call_Subscribe{FrameworkInfo: info}, h.now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -925,7 +925,7 @@ func TestSchedulerCallChecks(t *testing.T) {
 		{"wrong stream id", revive(), "abc", 400, "didn't match"},
 		{"unknown type", &schedulerpb.Call{Type: schedulerpb.Call_UNKNOWN.Enum(), FrameworkId: frameworkID(f.id)}, f.st.ID(), 501, "UNKNOWN"},
 	} {
-		err := h.s.schedulerCall(tc.call, tc.stream, h.now)
+		err := h.s.schedulerCall(Principal{}, tc.call, tc.stream, h.now)
 		ae, ok := err.(*APIError)
 		if !ok || ae.Status != tc.status || !strings.Contains(ae.Message, tc.msg) {
 			t.Errorf("%s: got %v, want %d %q", tc.name, err, tc.status, tc.msg)

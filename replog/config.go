@@ -1,6 +1,7 @@
 package replog
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -104,6 +105,14 @@ type Config struct {
 	// Raft down. cmd/ exits loudly. Default: log only.
 	OnFatal func(error)
 
+	// ServerTLS and ClientTLS, when set, carry the Raft traffic among the
+	// masters over TLS: the listener takes ServerTLS (which should require
+	// and verify the peers' certificates: any process that can reach the
+	// Raft port could otherwise write the registry) and the dialler
+	// ClientTLS, which must present this master's certificate. Both or
+	// neither. Unused by a single node.
+	ServerTLS, ClientTLS *tls.Config
+
 	// single: Peers was empty (in-memory transport).
 	single bool
 	// transport replaces the TCP transport (tests build theirs first to
@@ -147,6 +156,9 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	if !slices.Contains(cfg.Peers, cfg.ID) {
 		return cfg, fmt.Errorf("replog: Config.Peers %v does not include this node's ID %q", cfg.Peers, cfg.ID)
+	}
+	if (cfg.ServerTLS == nil) != (cfg.ClientTLS == nil) {
+		return cfg, errors.New("replog: Config.ServerTLS and Config.ClientTLS go together")
 	}
 	seen := map[string]bool{}
 	for _, p := range cfg.Peers {

@@ -94,7 +94,11 @@ func Open(cfg Config, sm StateMachine) (*Log, error) {
 			l.bolt.Close()
 			return nil, fmt.Errorf("replog: Config.Advertise %q: %w", c.Advertise, err)
 		}
-		l.trans, err = raft.NewTCPTransportWithLogger(c.BindAddr, adv, 3, 10*time.Second, logger)
+		if c.ServerTLS != nil {
+			l.trans, err = newTLSTransport(c.BindAddr, adv, c.ServerTLS, c.ClientTLS, logger)
+		} else {
+			l.trans, err = raft.NewTCPTransportWithLogger(c.BindAddr, adv, 3, 10*time.Second, logger)
+		}
 		if err != nil {
 			l.bolt.Close()
 			return nil, fmt.Errorf("replog: listen on %s: %w", c.BindAddr, err)

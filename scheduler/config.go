@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"crypto/tls"
 	"errors"
 	"net/http"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"mezzo/api/codec"
 	"mezzo/api/mesos"
+	"mezzo/internal/authn"
 	"mezzo/internal/clock"
 )
 
@@ -45,7 +47,19 @@ type Config struct {
 	// HTTPClient sends requests (default: a client without an overall
 	// timeout, which would cut the event stream). Its redirect policy is
 	// replaced: the client follows redirects itself to track the leader.
+	// For a TLS master, give "https://host:port" Masters and a client
+	// whose transport trusts the master's CA (and presents a client
+	// certificate where the master requires one).
 	HTTPClient *http.Client
+	// TLS, when set, is the client configuration for masters serving TLS
+	// (tlsconfig.Load(tlsconfig.Files{CA: "ca.pem"}).Client() builds one
+	// from Mesos-style files): addresses without a scheme become https,
+	// and an HTTPClient without its own Transport gets one using it.
+	TLS *tls.Config
+	// Credential, when set, is presented on every request (HTTP Basic),
+	// for masters with --authenticate_frameworks; Framework.principal
+	// defaults to its principal, as the master requires the two to match.
+	Credential *authn.Credential
 	// Framework is sent in SUBSCRIBE. Its id, if set, re-subscribes an
 	// existing framework; otherwise the master assigns one, which the
 	// client then uses for every later call and re-subscription.
@@ -81,6 +95,9 @@ func (c Config) validate() (Config, error) {
 		if m == "" {
 			continue
 		}
+		if c.TLS != nil && !strings.Contains(m, "://") {
+			m = "https://" + strings.TrimPrefix(m, "//")
+		}
 		bases = append(bases, baseURL(m))
 	}
 	if len(bases) == 0 {
@@ -95,6 +112,22 @@ func (c Config) validate() (Config, error) {
 	}
 	if c.HTTPClient == nil {
 		c.HTTPClient = &http.Client{}
+	}
+	if c.TLS != nil && c.HTTPClient.Transport == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.TLSClientConfig = c.TLS
+		tr.ForceAttemptHTTP2 = true
+		hc := *c.HTTPClient
+		hc.Transport = tr
+		c.HTTPClient = &hc
+	}
+	if c.Credential != nil {
+		hc := *c.HTTPClient
+		hc.Transport = c.Credential.Transport(hc.Transport)
+		c.HTTPClient = &hc
+		if c.Framework.GetPrincipal() == "" {
+			c.Framework.Principal = proto.String(c.Credential.Principal)
+		}
 	}
 	if c.Clock == nil {
 		c.Clock = clock.Real

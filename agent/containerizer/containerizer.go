@@ -46,6 +46,17 @@ type ContainerConfig struct {
 	// Volumes are the persistent volumes of Resources, to be made visible
 	// at their container paths (see VolumeMounter and LinkVolumes).
 	Volumes []Volume
+	// User, when set, is who the container's process runs as (the agent's
+	// --switch_user); nil runs it as the agent's own user.
+	User *User
+}
+
+// User is an operating-system user a container runs as.
+type User struct {
+	Name     string
+	UID, GID uint32
+	// Groups are the supplementary groups.
+	Groups []uint32
 }
 
 // Container is a launched container.

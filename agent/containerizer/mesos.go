@@ -131,6 +131,9 @@ func (m *Mesos) start(ctx context.Context, cfg *ContainerConfig, p *proc) (Conta
 		}
 	}
 	spec := &LaunchSpec{SysProcAttr: &syscall.SysProcAttr{Setsid: true}, Env: append([]string(nil), cfg.Env...)}
+	if u := cfg.User; u != nil {
+		spec.SysProcAttr.Credential = &syscall.Credential{Uid: u.UID, Gid: u.GID, Groups: u.Groups}
+	}
 	prepared := 0
 	cleanup := func() {
 		for i := prepared - 1; i >= 0; i-- {
@@ -158,6 +161,15 @@ func (m *Mesos) start(ctx context.Context, cfg *ContainerConfig, p *proc) (Conta
 		return Container{}, fmt.Errorf("launch %s: %w", cfg.ContainerID, err)
 	}
 	defer stderr.Close()
+	if u := cfg.User; u != nil {
+		// The task's output is its user's, as the rest of its sandbox.
+		for _, f := range []*os.File{stdout, stderr} {
+			if err := f.Chown(int(u.UID), int(u.GID)); err != nil {
+				cleanup()
+				return Container{}, fmt.Errorf("launch %s: giving %s to user %s: %w", cfg.ContainerID, f.Name(), u.Name, err)
+			}
+		}
+	}
 
 	cmd := &exec.Cmd{
 		Path:        cfg.Path,

@@ -18,6 +18,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+
+	"mezzo/internal/authorizer"
 )
 
 // Handler serves /files/*. It is safe for concurrent use: the agent attaches
@@ -25,16 +27,30 @@ import (
 type Handler struct {
 	mu    sync.RWMutex
 	paths map[string]string // virtual (no trailing slash) -> real path
+	// owners are the access_sandboxes objects of owned attachments (the
+	// user a sandbox's executor runs as), by virtual path.
+	owners map[string]authorizer.Object
 }
 
 // New returns a Handler with nothing attached.
-func New() *Handler { return &Handler{paths: map[string]string{}} }
+func New() *Handler {
+	return &Handler{paths: map[string]string{}, owners: map[string]authorizer.Object{}}
+}
 
 // Attach makes real (a directory or a file) visible at the virtual path,
 // replacing any previous attachment of that name. A symlinked real path
 // (such as a runs/latest link) is resolved now, as Mesos does, so the
 // attachment keeps pointing where the link pointed at attach time.
-func (h *Handler) Attach(virtual, real string) {
+func (h *Handler) Attach(virtual, real string) { h.attach(virtual, real, nil) }
+
+// AttachSandbox attaches a sandbox as Attach does, recording whose it is:
+// owner is access_sandboxes' object for it (authorizer.AccessSandboxObject),
+// which OwnerOf reports for every path inside it.
+func (h *Handler) AttachSandbox(virtual, real string, owner authorizer.Object) {
+	h.attach(virtual, real, &owner)
+}
+
+func (h *Handler) attach(virtual, real string, owner *authorizer.Object) {
 	if r, err := filepath.EvalSymlinks(real); err == nil {
 		real = r
 	}
@@ -44,7 +60,12 @@ func (h *Handler) Attach(virtual, real string) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.paths[cleanVirtual(virtual)] = real
+	v := cleanVirtual(virtual)
+	h.paths[v] = real
+	delete(h.owners, v)
+	if owner != nil {
+		h.owners[v] = *owner
+	}
 }
 
 // Detach removes the attachment at virtual, if any.
@@ -52,6 +73,22 @@ func (h *Handler) Detach(virtual string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.paths, cleanVirtual(virtual))
+	delete(h.owners, cleanVirtual(virtual))
+}
+
+// OwnerOf says whose the attachment serving the virtual path p is, as
+// the request will resolve it (the longest attached prefix): its owner and
+// sandbox=true for a sandbox, sandbox=false for another attachment, and
+// found=false when nothing serves p (the request is then a 404).
+func (h *Handler) OwnerOf(p string) (owner authorizer.Object, sandbox, found bool) {
+	prefix, ok := h.attachedPrefix(p)
+	if !ok {
+		return authorizer.Object{}, false, false
+	}
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	owner, sandbox = h.owners[prefix]
+	return owner, sandbox, true
 }
 
 // Attached returns a copy of the virtual -> real mapping (what /files/debug shows).
@@ -97,22 +134,27 @@ type target struct {
 	rel  string // path inside real ("." for real itself), slash-separated
 }
 
-// resolve finds the longest attached prefix of virtual (on '/' boundaries).
-// found=false means no attachment covers it (404).
-func (h *Handler) resolve(virtual string) (t target, found bool) {
+// attachedPrefix finds the longest attached prefix of virtual (on '/'
+// boundaries), as resolve does.
+func (h *Handler) attachedPrefix(virtual string) (string, bool) {
+	prefix, _, ok := h.split(virtual)
+	return prefix, ok
+}
+
+// split divides virtual into its longest attached prefix and the rest
+// (slash-separated, "" for the attachment itself).
+func (h *Handler) split(virtual string) (prefix, suffix string, found bool) {
 	v := cleanVirtual(virtual)
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	prefix, suffix := v, ""
+	prefix = v
 	for {
-		if real, ok := h.paths[prefix]; ok {
-			t.real = real
-			t.rel = suffix
-			break
+		if _, ok := h.paths[prefix]; ok {
+			return prefix, suffix, true
 		}
 		i := strings.LastIndex(prefix, "/")
 		if i < 0 || prefix == "/" {
-			return target{}, false
+			return "", "", false
 		}
 		if suffix == "" {
 			suffix = prefix[i+1:]
@@ -125,6 +167,22 @@ func (h *Handler) resolve(virtual string) (t target, found bool) {
 			prefix = prefix[:i]
 		}
 	}
+}
+
+// resolve finds the longest attached prefix of virtual (on '/' boundaries).
+// found=false means no attachment covers it (404).
+func (h *Handler) resolve(virtual string) (t target, found bool) {
+	prefix, suffix, ok := h.split(virtual)
+	if !ok {
+		return target{}, false
+	}
+	h.mu.RLock()
+	t.real, ok = h.paths[prefix]
+	h.mu.RUnlock()
+	if !ok {
+		return target{}, false // detached meanwhile
+	}
+	t.rel = suffix
 	if t.rel == "" {
 		t.rel = "."
 	}

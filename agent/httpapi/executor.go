@@ -10,6 +10,7 @@ import (
 	"mezzo/api/executorpb"
 	"mezzo/api/mesos"
 	"mezzo/api/recordio"
+	"mezzo/internal/authn"
 
 	"github.com/google/uuid"
 )
@@ -39,6 +40,13 @@ func (h *Handler) executor(w http.ResponseWriter, r *http.Request) {
 	if err := ValidateCall(call); err != nil {
 		writeError(w, Errorf(http.StatusBadRequest, "Failed to validate Executor::Call: %v", err))
 		return
+	}
+	if h.execAuth != nil {
+		if err := h.execAuth(r, call); err != nil {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="`+string(authn.AgentExecutor)+`"`)
+			writeError(w, err)
+			return
+		}
 	}
 	switch call.GetType() {
 	case executorpb.Call_SUBSCRIBE:

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"mezzo/api/executorpb"
+	"mezzo/internal/authorizer"
 	"mezzo/internal/loglevel"
 	"mezzo/internal/opapi"
 	"mezzo/internal/promexp"
@@ -69,6 +70,9 @@ type Handler struct {
 	log     *slog.Logger
 	logging *loglevel.Control
 	prom    http.Handler
+	// authz and execAuth are the security hooks (auth.go); nil: open.
+	authz    authorizer.Authorizer
+	execAuth func(*http.Request, *executorpb.Call) error
 }
 
 // New returns the agent's HTTP handler. files serves /files/* and
@@ -86,9 +90,24 @@ func New(b Backend, files Files, log *slog.Logger, logging *loglevel.Control) *H
 // ServeHTTP routes by path; "/slave(1)/x" is the same endpoint as "/x"
 // (the agent's libprocess id is slave(1)).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	path := r.URL.Path
-	if rest, ok := strings.CutPrefix(path, "/slave(1)"); ok && strings.HasPrefix(rest, "/") {
-		path = rest
+	path := agentPath(r.URL.Path)
+	// The reads that are all or nothing, by Mesos's actions.
+	var err error
+	switch path {
+	case "/metrics/snapshot", "/metrics", "/files/debug", "/files/debug.json":
+		err = h.check(r, authorizer.GetEndpoint, authorizer.Value(strings.TrimSuffix(path, ".json")))
+	case "/monitor/statistics", "/monitor/statistics.json":
+		err = h.check(r, authorizer.GetEndpoint, authorizer.Value("/monitor/statistics"))
+	case "/flags":
+		err = h.check(r, authorizer.ViewFlags, authorizer.AnyObject)
+	default:
+		if strings.HasPrefix(path, "/files/") {
+			err = h.checkFile(r, r.URL.Query().Get("path"))
+		}
+	}
+	if err != nil {
+		writeError(w, err)
+		return
 	}
 	switch {
 	case path == "/api/v1/executor":
@@ -169,7 +188,7 @@ func validCallback(cb string) bool {
 }
 
 func (h *Handler) state(w http.ResponseWriter, r *http.Request) {
-	v, err := h.b.State()
+	v, err := h.stateFor(r)
 	if err != nil {
 		writeError(w, err)
 		return

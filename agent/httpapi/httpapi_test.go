@@ -15,6 +15,7 @@ import (
 	"mezzo/api/executorpb"
 	"mezzo/api/mesos"
 	"mezzo/api/recordio"
+	"mezzo/internal/authorizer"
 
 	"github.com/google/uuid"
 	"google.golang.org/protobuf/proto"
@@ -60,6 +61,9 @@ func (routeOnlyFiles) List(string) ([]*mesos.FileInfo, error) {
 }
 func (routeOnlyFiles) Read(string, int64, int64) ([]byte, int64, error) {
 	return nil, 0, errors.New("nothing attached")
+}
+func (routeOnlyFiles) OwnerOf(string) (authorizer.Object, bool, bool) {
+	return authorizer.Object{}, false, false
 }
 
 func status(state mesos.TaskState) *mesos.TaskStatus {

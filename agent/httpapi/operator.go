@@ -10,6 +10,7 @@ import (
 	"mezzo/api/agentpb"
 	"mezzo/api/codec"
 	"mezzo/api/mesos"
+	"mezzo/internal/authorizer"
 	"mezzo/internal/opapi"
 )
 
@@ -26,6 +27,9 @@ type Files interface {
 	// Read returns up to length bytes (negative: to the end) from offset
 	// and the file's size.
 	Read(path string, offset, length int64) ([]byte, int64, error)
+	// OwnerOf says whose the attachment serving a virtual path is (see
+	// files.Handler.OwnerOf), for access_sandboxes.
+	OwnerOf(path string) (owner authorizer.Object, sandbox, found bool)
 }
 
 // requiredSubMessage names the sub-message each agent call must carry, as
@@ -75,6 +79,10 @@ func (h *Handler) operator(w http.ResponseWriter, r *http.Request) {
 		writeError(w, Errorf(http.StatusNotAcceptable, "Expecting 'Accept' to allow '%s' or '%s'", codec.JSON, codec.Protobuf))
 		return
 	}
+	if err := h.authorizeCall(r, call); err != nil {
+		writeError(w, err)
+		return
+	}
 	if call.GetType() == agentpb.Call_SET_LOGGING_LEVEL {
 		sl := call.GetSetLoggingLevel()
 		if status, err := opapi.SetLoggingLevel(h.logging, sl.GetLevel(), sl.GetDuration()); err != nil {
@@ -84,7 +92,7 @@ func (h *Handler) operator(w http.ResponseWriter, r *http.Request) {
 		opapi.WriteEmpty(w)
 		return
 	}
-	resp, err := h.readCall(call)
+	resp, err := h.readCall(r, call)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -93,7 +101,7 @@ func (h *Handler) operator(w http.ResponseWriter, r *http.Request) {
 }
 
 // readCall answers a read-only call from the backend's views.
-func (h *Handler) readCall(call *agentpb.Call) (*agentpb.Response, error) {
+func (h *Handler) readCall(r *http.Request, call *agentpb.Call) (*agentpb.Response, error) {
 	switch call.GetType() {
 	case agentpb.Call_GET_HEALTH:
 		return &agentpb.Response{
@@ -167,11 +175,31 @@ func (h *Handler) readCall(call *agentpb.Call) (*agentpb.Response, error) {
 	default:
 		return nil, Errorf(http.StatusNotImplemented, "Call '%s' is not supported by this agent", call.GetType())
 	}
-	v, err := h.b.State()
+	v, err := h.stateFor(r)
 	if err != nil {
 		return nil, err
 	}
 	return stateResponse(call.GetType(), v), nil
+}
+
+// authorizeCall checks an operator call that is all or nothing for r's
+// caller (the state calls are filtered instead): nil or the 403.
+func (h *Handler) authorizeCall(r *http.Request, call *agentpb.Call) error {
+	switch call.GetType() {
+	case agentpb.Call_SET_LOGGING_LEVEL:
+		return h.check(r, authorizer.SetLogLevel, authorizer.AnyObject)
+	case agentpb.Call_GET_FLAGS:
+		return h.check(r, authorizer.ViewFlags, authorizer.AnyObject)
+	case agentpb.Call_GET_METRICS:
+		return h.check(r, authorizer.GetEndpoint, authorizer.Value("/metrics/snapshot"))
+	case agentpb.Call_GET_CONTAINERS:
+		return h.check(r, authorizer.GetEndpoint, authorizer.Value("/monitor/statistics"))
+	case agentpb.Call_LIST_FILES:
+		return h.checkFile(r, call.GetListFiles().GetPath())
+	case agentpb.Call_READ_FILE:
+		return h.checkFile(r, call.GetReadFile().GetPath())
+	}
+	return nil
 }
 
 // fileError keeps the status a file browser error carries (404, 400).

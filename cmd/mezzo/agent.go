@@ -20,6 +20,10 @@ import (
 
 	"mezzo/agent"
 	"mezzo/agent/fetcher"
+	"mezzo/agent/httpapi"
+	"mezzo/internal/authn"
+	"mezzo/internal/exectoken"
+	"mezzo/internal/tlsconfig"
 	"mezzo/internal/version"
 )
 
@@ -43,6 +47,15 @@ type agentFlags struct {
 	// killOnExit makes the agent kill every executor when it stops (mezzo
 	// local); a standalone agent leaves checkpointing executors running.
 	killOnExit bool
+	// credential is what the agent presents to its masters (--credential).
+	credential string
+	// Security (security.go): the HTTP authentication and ACLs (shared
+	// with the master's flags under mezzo local), executor tokens and
+	// running tasks as their user.
+	auth                   *authFlags
+	authExecutors, switchU bool
+	executorSecretKey      string
+	tls                    *tlsFlags
 }
 
 func addAgentFlags(fs *flag.FlagSet, withMaster bool) *agentFlags {
@@ -55,7 +68,17 @@ func addAgentFlags(fs *flag.FlagSet, withMaster bool) *agentFlags {
 		fs.StringVar(&f.workDir, "work_dir", "", "where sandboxes and checkpoints live (required)")
 		fs.StringVar(&f.logLevel, "logging_level", "info", "debug, info, warn or error")
 		fs.StringVar(&f.logFormat, "log_format", "text", "mezzo only: the log's format, "+logFormats+" (one JSON object per line)")
+		fs.StringVar(&f.credential, "credential", "",
+			"the credential the agent presents to its masters (path or file:///path: JSON {\"principal\",\"secret\"} or 'principal secret'); needed with the masters' --authenticate_agents")
+		f.auth = addAuthFlags(fs, "agent")
+		f.tls = addTLSFlags(fs, true)
 	}
+	fs.BoolVar(&f.authExecutors, "authenticate_http_executors", false,
+		"executors must present the token the agent minted for them (MESOS_EXECUTOR_AUTHENTICATION_TOKEN) on the executor API; needs --executor_secret_key")
+	fs.StringVar(&f.executorSecretKey, "executor_secret_key", "",
+		"file holding the key (at least 32 bytes) that signs the executors' tokens; with it every executor gets a token")
+	fs.BoolVar(&f.switchU, "switch_user", true,
+		"run each task as its user (CommandInfo.user, else FrameworkInfo.user) and give it its sandbox; needs root unless the user is the agent's; off runs everything as the agent's user")
 	fs.StringVar(&f.resources, "resources", "", "total resources, Mesos syntax or JSON (default: detected)")
 	fs.StringVar(&f.attributes, "attributes", "", "attributes, e.g. 'rack:r1;zone:a'")
 	f.registrationTimeout = durationFlag(fs, "executor_registration_timeout", time.Minute, "time an executor has to subscribe")
@@ -103,6 +126,7 @@ type runningAgent struct {
 	a    *agent.Agent
 	ln   net.Listener
 	done chan error
+	tls  *tlsconfig.Source // nil: plain HTTP
 }
 
 // startAgent builds and starts an agent serving its HTTP API on ln.
@@ -123,6 +147,43 @@ func startAgent(ctx context.Context, f *agentFlags, ln net.Listener, client *htt
 	runtimeDir := f.runtimeDir
 	if runtimeDir == "" {
 		runtimeDir = defaultRuntimeDir(f.workDir)
+	}
+	cred, err := loadCredential(f.credential, log)
+	if err != nil {
+		return nil, err
+	}
+	guard, err := f.auth.guard(log, authn.AgentReadonly, authn.AgentReadwrite, nil)
+	if err != nil {
+		return nil, err
+	}
+	authz, err := f.auth.authorizer(log)
+	if err != nil {
+		return nil, err
+	}
+	var key *exectoken.Key
+	if f.executorSecretKey != "" {
+		k, err := exectoken.LoadKey(f.executorSecretKey)
+		if err != nil {
+			return nil, err
+		}
+		key = &k
+	}
+	tlsSrc, err := f.tls.source()
+	if err != nil {
+		return nil, err
+	}
+	if tlsSrc != nil {
+		// h2 over TLS to the masters (ALPN), still one connection per
+		// master for all the process's agents.
+		client = agent.NewTLSHTTPClient(agent.MasterResponseTimeout, tlsSrc.Client())
+	}
+	if client == nil {
+		client = agent.DefaultHTTPClient()
+	}
+	if cred != nil {
+		c := *client
+		c.Transport = cred.Transport(c.Transport)
+		client = &c
 	}
 	cacheSize := int64(f.fetcherCacheSize)
 	if cacheSize == 0 {
@@ -167,13 +228,32 @@ func startAgent(ctx context.Context, f *agentFlags, ln net.Listener, client *htt
 		Logger:     log,
 		Logging:    f.logging,
 		Version:    version.Version,
+
+		SwitchUser:            f.switchU,
+		ExecutorSecretKey:     key,
+		AuthenticateExecutors: f.authExecutors,
+		HTTPAuth:              guard,
+		Authorizer:            authz,
+		ServesTLS:             tlsSrc != nil,
+		TLSCAFile:             f.tls.caFile(),
 	})
 	if err != nil {
 		return nil, err
 	}
-	srv := newServer(a.Handler())
-	r := &runningAgent{a: a, ln: ln, done: make(chan error, 1)}
-	go func() { r.done <- serve(ctx, srv, ln) }()
+	handler := a.Handler()
+	if tlsSrc != nil && tlsSrc.Files().VerifyPeer {
+		handler = httpapi.RequireClientCert(handler)
+	}
+	srv := newServer(handler)
+	// Executors reach the agent without a certificate (their tokens
+	// authenticate them): the listener verifies certificates when given
+	// and RequireClientCert demands one everywhere else.
+	sln, err := serveTLS(srv, ln, tlsSrc, tlsconfig.PeersOptional)
+	if err != nil {
+		return nil, err
+	}
+	r := &runningAgent{a: a, ln: ln, done: make(chan error, 1), tls: tlsSrc}
+	go func() { r.done <- serve(ctx, srv, sln) }()
 	a.Start()
 	go func() {
 		<-ctx.Done()
@@ -242,7 +322,8 @@ func runAgent(args []string, _, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mezzo agent: %v\n", err)
 		return 1
 	}
-	log.Info("agent listening", "addr", ln.Addr().String(), "master", f.master)
+	log.Info("agent listening", "addr", ln.Addr().String(), "master", f.master, "tls", r.tls != nil)
+	reloadOnHUP(ctx, log, r.tls)
 	select {
 	case err := <-r.done:
 		if err != nil {

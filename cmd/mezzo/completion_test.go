@@ -38,7 +38,7 @@ func TestBashCompletion(t *testing.T) {
 		{"mezzo t", "tasks teardown"},
 		{"mezzo compl", "completion"},
 		{"mezzo tasks --al", "--all"},
-		{"mezzo tasks -", "--all --framework --json --master --output --state --timeout -o"},
+		{"mezzo tasks -", "--all --credential --framework --json --master --output --state --timeout --tls_ca_file --tls_cert_file --tls_key_file -o"},
 		{"mezzo run --docker", "--docker_image"},
 		{"mezzo logs --master=10.0.0.1:5050 task-", "task-one task-two"},
 		{"mezzo explain ", "fw-1"},

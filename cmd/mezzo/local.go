@@ -17,6 +17,7 @@ import (
 
 	"mezzo/cli"
 	"mezzo/frameworks/run"
+	"mezzo/internal/tlsconfig"
 	"mezzo/replog"
 )
 
@@ -31,6 +32,8 @@ func runLocal(args []string, stdout, stderr io.Writer) int {
 	agents := fs.Int("agents", 1, "number of agents")
 	runResources := fs.String("run_resources", "cpus:0.1;mem:32", "resources for the command given after --")
 	stream := fs.Bool("stream", true, "with a command: print its stdout and stderr here (status lines go to stderr); --stream=false prints only status lines")
+	withTLS := fs.Bool("tls", false,
+		"make a throwaway CA and certificate under <work_dir>/tls and run the whole cluster over mutual TLS (clients: --tls_ca_file, --tls_cert_file, --tls_key_file from there)")
 	if code := parseFlags(fs, args); code >= 0 {
 		return code
 	}
@@ -65,6 +68,23 @@ func runLocal(args []string, stdout, stderr io.Writer) int {
 	bridgeStdLog(log)
 	mf.logging, af.logging = logging, logging
 
+	if *withTLS {
+		if mf.tls.files.Enabled() {
+			fmt.Fprintln(stderr, "mezzo local: --tls makes its own certificates; leave out --tls_cert_file, --tls_key_file and --tls_ca_file")
+			return 2
+		}
+		hosts := []string{mf.ip, "localhost", "127.0.0.1"}
+		if mf.hostname != "" {
+			hosts = append(hosts, mf.hostname)
+		}
+		files, err := tlsconfig.Throwaway(filepath.Join(dir, "tls"), hosts, time.Now(), 30*24*time.Hour)
+		if err != nil {
+			fmt.Fprintf(stderr, "mezzo local: --tls: %v\n", err)
+			return 1
+		}
+		files.VerifyPeer = true
+		mf.tls.files = files
+	}
 	ctx, cancel := signalContext()
 	defer cancel()
 	masters, err := startLocalMasters(ctx, mf, fs, dir, nMasters, log)
@@ -85,6 +105,12 @@ func runLocal(args []string, stdout, stderr io.Writer) int {
 		f.hostname = mf.hostname
 		f.workDir = filepath.Join(dir, fmt.Sprintf("agent%d", i+1))
 		f.killOnExit = true
+		// One --credential for the whole cluster: the master reads agents
+		// with it, the agents register with it, a command runs with it.
+		// The agents take the master's credentials, realms and ACLs.
+		f.credential = mf.credential
+		f.auth = mf.auth
+		f.tls = mf.tls
 		aln, err := net.Listen("tcp", net.JoinHostPort(mf.ip, "0"))
 		if err != nil {
 			fmt.Fprintf(stderr, "mezzo local: agent %d: %v\n", i+1, err)
@@ -98,6 +124,15 @@ func runLocal(args []string, stdout, stderr io.Writer) int {
 		}
 		running = append(running, r)
 	}
+	tlsSrc := masters[0].tls
+	var sources []*tlsconfig.Source
+	for _, m := range masters {
+		sources = append(sources, m.tls)
+	}
+	for _, a := range running {
+		sources = append(sources, a.tls)
+	}
+	reloadOnHUP(ctx, log, sources...)
 	leader, err := waitLeaderReady(ctx, masters, *agents, 30*time.Second)
 	if err != nil {
 		fmt.Fprintf(stderr, "mezzo local: %v\n", err)
@@ -109,21 +144,38 @@ func runLocal(args []string, stdout, stderr io.Writer) int {
 	if len(command) > 0 {
 		banner = stderr
 	}
+	scheme := "http"
+	if tlsSrc != nil {
+		scheme = "https"
+	}
 	if len(masters) == 1 {
-		fmt.Fprintf(banner, "mezzo local: master at http://%s with %d agent(s); work dir %s\n", masterAddr, *agents, dir)
+		fmt.Fprintf(banner, "mezzo local: master at %s://%s with %d agent(s); work dir %s\n", scheme, masterAddr, *agents, dir)
 	} else {
-		fmt.Fprintf(banner, "mezzo local: %d masters at %s (leader http://%s) with %d agent(s); work dir %s\n",
-			len(masters), masterAddr, leader.addr(), *agents, dir)
+		fmt.Fprintf(banner, "mezzo local: %d masters at %s (leader %s://%s) with %d agent(s); work dir %s\n",
+			len(masters), masterAddr, scheme, leader.addr(), *agents, dir)
+	}
+	if tlsSrc != nil {
+		f := tlsSrc.Files()
+		fmt.Fprintf(banner, "mezzo local: TLS: clients use --tls_ca_file=%s --tls_cert_file=%s --tls_key_file=%s\n", f.CA, f.Cert, f.Key)
 	}
 
 	if len(command) > 0 {
+		client := clientFlags{tls: mf.tls, credential: mf.credential}
+		transport, cred, err := client.transport()
+		if err != nil {
+			fmt.Fprintf(stderr, "mezzo local: %v\n", err)
+			return 1
+		}
 		opts := run.Options{
-			Masters:   addrs,
-			Command:   command,
-			Resources: *runResources,
-			Out:       stderr,
-			Log:       stderr,
-			Output:    &cli.TaskOutput{Masters: addrs, Stdout: stdout, Stderr: stderr},
+			Masters:    addrs,
+			Command:    command,
+			Resources:  *runResources,
+			Out:        stderr,
+			Log:        stderr,
+			Credential: cred,
+			HTTPClient: &http.Client{Transport: transport},
+			Output: &cli.TaskOutput{Masters: addrs, Stdout: stdout, Stderr: stderr,
+				HTTP: &http.Client{Timeout: cli.DefaultTimeout, Transport: transport}},
 		}
 		if !*stream {
 			opts.Out, opts.Output = stdout, nil
@@ -251,6 +303,9 @@ func fatalOf(masters []*runningMaster) <-chan error {
 func waitLeaderReady(ctx context.Context, masters []*runningMaster, n int, timeout time.Duration) (*runningMaster, error) {
 	deadline := time.Now().Add(timeout)
 	client := &http.Client{Timeout: time.Second}
+	if src := masters[0].tls; src != nil {
+		client.Transport = src.Transport()
+	}
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {

@@ -13,7 +13,9 @@ import (
 	"strconv"
 	"time"
 
+	"mezzo/internal/authn"
 	"mezzo/internal/flagenv"
+	"mezzo/internal/tlsconfig"
 	"mezzo/internal/version"
 	"mezzo/master"
 	"mezzo/master/allocator"
@@ -38,6 +40,12 @@ type masterFlags struct {
 	agentReregisterTimeout, registryStoreTimeout, raftTimeout, raftLease *time.Duration
 	allocatorRecoveryTimeout, allocatorRecoveryHold                      *time.Duration
 	allocatorAgentRecoveryFactor                                         float64
+
+	// Security (security.go, docs/security.md).
+	auth                                        *authFlags
+	authFrameworks, authAgents, rootSubmissions bool
+	credential                                  string
+	tls                                         *tlsFlags
 }
 
 func addMasterFlags(fs *flag.FlagSet) *masterFlags {
@@ -83,6 +91,16 @@ func addMasterFlags(fs *flag.FlagSet) *masterFlags {
 		"at most this many agents marked unreachable per duration, e.g. 1/10mins (default: no limit)")
 	f.raftTimeout = durationFlag(fs, "raft_timeout", 500*time.Millisecond,
 		"mezzo only (not a Mesos flag): Raft heartbeat and election timeout among --masters: a leader that stops answering (paused, partitioned) is replaced within about 1-2x this; one whose process died (its Raft port refuses connections) at once")
+	f.auth = addAuthFlags(fs, "master")
+	f.tls = addTLSFlags(fs, true)
+	fs.BoolVar(&f.authFrameworks, "authenticate_frameworks", false,
+		"only frameworks presenting HTTP Basic credentials (from --credentials) may use the scheduler API; their FrameworkInfo.principal must be the authenticated one")
+	fs.BoolVar(&f.authFrameworks, "authenticate_http_frameworks", false, "the same as --authenticate_frameworks (Mesos's name for HTTP frameworks)")
+	fs.BoolVar(&f.authAgents, "authenticate_agents", false,
+		"only agents presenting HTTP Basic credentials (from --credentials; the agent's --credential) may register; an agent may not present another's ID")
+	fs.BoolVar(&f.rootSubmissions, "root_submissions", true, "whether frameworks may run as root (FrameworkInfo.user)")
+	fs.StringVar(&f.credential, "credential", "",
+		"mezzo only: the credential (path, file:///path; JSON {\"principal\",\"secret\"} or 'principal secret') the master presents to agents when it reads them for the web UI (/agent/<id>/...)")
 	f.raftLease = durationFlag(fs, "raft_lease_timeout", 0,
 		"mezzo only: the leader steps down after this long without hearing from a quorum; at most --raft_timeout (default: --raft_timeout). Shorter deposes a cut-off leader sooner, but makes leadership change when a busy leader's heartbeats are late")
 	return f
@@ -98,6 +116,8 @@ type runningMaster struct {
 	// fatal receives why the master cannot go on (a registry disk
 	// failure, strict recovery of an empty registry).
 	fatal chan error
+	// tls is the master's TLS material (nil: plain HTTP).
+	tls *tlsconfig.Source
 }
 
 func (r *runningMaster) addr() string { return r.ln.Addr().String() }
@@ -124,6 +144,23 @@ func startMaster(ctx context.Context, f *masterFlags, fs *flag.FlagSet, ln net.L
 	if err != nil {
 		return nil, err
 	}
+	guard, err := f.auth.guard(log, authn.MasterReadonly, authn.MasterReadwrite,
+		map[authn.Realm]bool{authn.MasterScheduler: f.authFrameworks, authn.MasterAgents: f.authAgents})
+	if err != nil {
+		return nil, err
+	}
+	authz, err := f.auth.authorizer(log)
+	if err != nil {
+		return nil, err
+	}
+	agentCred, err := loadCredential(f.credential, log)
+	if err != nil {
+		return nil, err
+	}
+	tlsSrc, err := f.tls.source()
+	if err != nil {
+		return nil, err
+	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	var flags []master.Flag
 	for _, kv := range flagenv.Effective(fs) {
@@ -145,6 +182,14 @@ func startMaster(ctx context.Context, f *masterFlags, fs *flag.FlagSet, ln net.L
 	case "replicated_log", "":
 		rc := registryConfig{workDir: f.workDir, bindIP: f.ip, strict: f.registryStrict,
 			raftTimeout: *f.raftTimeout, raftLease: *f.raftLease, storeTimeout: *f.registryStoreTimeout, onFatal: onFatal, log: log}
+		if tlsSrc != nil && f.masters != "" {
+			// Raft among the masters is always mutual TLS in a TLS
+			// cluster: the peers are the masters' certificates.
+			if rc.serverTLS, err = tlsSrc.Server(tlsconfig.PeersRequired); err != nil {
+				return nil, fmt.Errorf("Raft over TLS: %w", err)
+			}
+			rc.clientTLS = tlsSrc.Client()
+		}
 		if f.masters != "" {
 			rc.masters, rc.self, err = parseMasters(f.masters, f.ip, hostnameOr(f.hostname), port)
 			if err != nil {
@@ -192,6 +237,8 @@ func startMaster(ctx context.Context, f *masterFlags, fs *flag.FlagSet, ln net.L
 		AllocatorRecoveryHold:        recoveryHold,
 		AgentRemovalInterval:         removalInterval,
 		OnFatal:                      onFatal,
+		Authorizer:                   authz,
+		RefuseRootSubmissions:        !f.rootSubmissions,
 	}
 	if reg != nil {
 		cfg.Registrar = reg.adapter
@@ -211,7 +258,11 @@ func startMaster(ctx context.Context, f *masterFlags, fs *flag.FlagSet, ln net.L
 	if reg != nil {
 		wait = max(4**f.raftTimeout, 2*time.Second)
 	}
-	opts := httpapi.Options{Logger: log, Logging: f.logging, LeaderWait: wait, UI: webui.Handler(), Profiling: f.profiling}
+	opts := httpapi.Options{Logger: log, Logging: f.logging, LeaderWait: wait, UI: webui.Handler(), Profiling: f.profiling,
+		Auth: guard, AgentCredential: agentCred}
+	if tlsSrc != nil {
+		opts.AgentTLS = tlsSrc.Client()
+	}
 	if reg != nil {
 		opts.ExtraMetrics = reg.reg.Metrics
 		opts.ExtraTimers = reg.reg.Timers
@@ -221,9 +272,17 @@ func startMaster(ctx context.Context, f *masterFlags, fs *flag.FlagSet, ln net.L
 		context.AfterFunc(ctx, reg.log.Quiesce)
 	}
 	srv := newServer(httpapi.New(m, opts))
-	r := &runningMaster{m: m, srv: srv, ln: ln, reg: reg, done: make(chan error, 1), fatal: fatal}
+	r := &runningMaster{m: m, srv: srv, ln: ln, reg: reg, done: make(chan error, 1), fatal: fatal, tls: tlsSrc}
+	sln, err := serveTLS(srv, ln, tlsSrc, tlsconfig.PeersAsConfigured)
+	if err != nil {
+		m.Stop()
+		if reg != nil {
+			reg.Close()
+		}
+		return nil, err
+	}
 	go func() {
-		err := serve(ctx, srv, ln)
+		err := serve(ctx, srv, sln)
 		m.Stop()
 		if reg != nil {
 			reg.Close()
@@ -260,7 +319,8 @@ func runMaster(args []string, _, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mezzo master: %v\n", err)
 		return 1
 	}
-	log.Info("master listening", "addr", r.addr(), "masters", f.masters)
+	log.Info("master listening", "addr", r.addr(), "masters", f.masters, "tls", r.tls != nil)
+	reloadOnHUP(ctx, log, r.tls)
 	select {
 	case err := <-r.done:
 		if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
@@ -40,6 +41,8 @@ type registryConfig struct {
 	onFatal      func(error)
 	// log is the process's logger; Raft logs through it too.
 	log *slog.Logger
+	// serverTLS and clientTLS carry Raft over mutual TLS (nil: TCP).
+	serverTLS, clientTLS *tls.Config
 }
 
 // openRegistry opens (or creates) the registry. One master: a one-node
@@ -76,6 +79,7 @@ func openRegistry(c registryConfig) (*registry, error) {
 			lc.ElectionTimeout = c.raftTimeout
 		}
 		lc.LeaseTimeout = c.raftLease
+		lc.ServerTLS, lc.ClientTLS = c.serverTLS, c.clientTLS
 	}
 	m := registrar.NewMachine()
 	l, err := replog.Open(lc, m)

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"sort"
 	"strings"
 	"time"
@@ -33,6 +34,10 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	dockerImage := fs.String("docker_image", "", "run the command in this Docker image (docker containerizer)")
 	stream := fs.Bool("stream", true, "print the task's stdout and stderr here while it runs (status lines go to stderr); --stream=false prints only status lines, on stdout")
 	timeout := durationFlag(fs, "timeout", 0, "give up after this long (0: never)")
+	user := fs.String("user", "", "the user the task runs as (FrameworkInfo.user; default: the current user); agents with --switch_user run it as that user")
+	client := clientFlags{tls: addTLSFlags(fs, false)}
+	fs.StringVar(&client.credential, "credential", "",
+		"authenticate with this credential (a file: JSON {\"principal\",\"secret\"} or 'principal secret'); the framework's principal is its principal")
 	if code := parseFlags(fs, args); code >= 0 {
 		if code != 0 {
 			return run.ExitMezzo
@@ -50,13 +55,22 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		Checkpoint:  *checkpoint,
 		Env:         env,
 		DockerImage: *dockerImage,
+		User:        *user,
 		Out:         stdout,
 		Log:         stderr,
 		Timeout:     time.Duration(*timeout),
 	}
+	transport, cred, err := client.transport()
+	if err != nil {
+		fmt.Fprintf(stderr, "mezzo run: %v\n", err)
+		return run.ExitMezzo
+	}
+	opts.Credential = cred
+	opts.HTTPClient = &http.Client{Transport: transport}
 	if *stream {
 		opts.Out = stderr
-		opts.Output = &cli.TaskOutput{Masters: opts.Masters, Stdout: stdout, Stderr: stderr}
+		opts.Output = &cli.TaskOutput{Masters: opts.Masters, Stdout: stdout, Stderr: stderr,
+			HTTP: &http.Client{Timeout: cli.DefaultTimeout, Transport: transport}}
 	}
 	if *taskFile != "" {
 		task, err := run.LoadTask(*taskFile)

@@ -14,6 +14,7 @@ import (
 
 	"mezzo/api/codec"
 	"mezzo/api/mesos"
+	"mezzo/internal/authn"
 	"mezzo/internal/clock"
 )
 
@@ -79,7 +80,13 @@ type Options struct {
 	// torn down, which kills the task, and Run returns ExitFailed.
 	Timeout time.Duration
 
-	// Clock and HTTPClient are for tests (defaults: real).
+	// Credential, when set, authenticates the framework (and the reads
+	// that follow its task) with masters that require it; the framework's
+	// principal is its principal.
+	Credential *authn.Credential
+
+	// Clock and HTTPClient are for tests and TLS (defaults: real, plain
+	// HTTP).
 	Clock      clock.Clock
 	HTTPClient *http.Client
 }
@@ -135,6 +142,16 @@ func (o *Options) validate() error {
 	}
 	if o.Clock == nil {
 		o.Clock = clock.Real
+	}
+	if o.Credential != nil {
+		// Every request of the run presents it: the scheduler API's and
+		// the reads that explain a wait.
+		hc := http.Client{}
+		if o.HTTPClient != nil {
+			hc = *o.HTTPClient
+		}
+		hc.Transport = o.Credential.Transport(hc.Transport)
+		o.HTTPClient = &hc
 	}
 	return nil
 }

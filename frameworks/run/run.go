@@ -62,6 +62,7 @@ func Run(ctx context.Context, opts Options) (exitCode int, err error) {
 			Masters:    opts.Masters,
 			Codec:      opts.Codec,
 			HTTPClient: opts.HTTPClient,
+			Credential: opts.Credential,
 			Framework:  frameworkInfo(opts),
 			Clock:      opts.Clock,
 		}),

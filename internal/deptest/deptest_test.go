@@ -89,6 +89,14 @@ var rules = []rule{
 	// on; keeping the package free of the rest of mezzo keeps it auditable.
 	{"internal/exectoken imports nothing of mezzo but internal/clock", under(module + "/internal/exectoken"),
 		func(_, dep string) bool { return under(module + "/internal/clock")(dep) }},
+	// The same for the credential checks and the ACL decisions: small,
+	// self-contained, auditable on their own.
+	{"internal/authn imports nothing of mezzo", under(module + "/internal/authn"),
+		func(_, dep string) bool { return false }},
+	{"internal/authorizer imports only api", under(module + "/internal/authorizer"),
+		func(_, dep string) bool { return isAPI(dep) }},
+	{"internal/tlsconfig imports nothing of mezzo", under(module + "/internal/tlsconfig"),
+		func(_, dep string) bool { return false }},
 }
 
 // forbid bans some imports, in the module or not (rules only see the
@@ -189,6 +197,8 @@ func TestRulesCatchViolations(t *testing.T) {
 		{"mezzo/master/allocator", []string{"mezzo/internal/promexp"}, nil},
 		{"mezzo/agent/oversub", []string{"net/http"}, nil},
 		{"mezzo/agent/oversub", []string{"mezzo/agent/containerizer"}, []string{"mezzo/agent/httpapi"}},
+		{"mezzo/internal/authn", []string{"mezzo/internal/clock"}, nil},
+		{"mezzo/internal/authorizer", []string{"mezzo/resources"}, nil},
 	}
 	for _, p := range bad {
 		if v := violations([]pkg{p}); len(v) != 1 {

@@ -69,6 +69,8 @@ var rules = compile([]rule{
 	{pattern: "master/{resource:cpus|gpus|mem|disk}_percent", name: "mezzo_master_resource_used_ratio", typ: gauge, consts: []string{"revocable", "false"}, help: "Used over capacity (0 to 1)."},
 	{pattern: "master/messages_{kind}", name: "mezzo_master_messages_total", typ: counter, help: "Scheduler and agent calls by the Mesos message they stand for."},
 	{pattern: "master/dropped_messages", name: "mezzo_master_dropped_messages_total", typ: counter, help: "Calls refused because this master does not lead or the sender is unknown."},
+	{pattern: "master/http_authentication_failures", name: "mezzo_master_http_authentication_failures_total", typ: counter, help: "Requests refused 401: no credentials where a realm requires them, or wrong ones."},
+	{pattern: "master/authorization_denials", name: "mezzo_master_authorization_denials_total", typ: counter, help: "Writes, launches and agent calls the authorizer (--acls) refused."},
 	{pattern: "master/{result:valid|invalid}_status_updates", name: "mezzo_master_status_updates_total", typ: counter, help: "Status updates from agents, valid or not."},
 	{pattern: "master/{result:valid|invalid}_framework_to_executor_messages", name: "mezzo_master_framework_to_executor_messages_total", typ: counter, help: "Scheduler messages for executors, forwarded (valid) or dropped."},
 	{pattern: "master/{result:valid|invalid}_executor_to_framework_messages", name: "mezzo_master_executor_to_framework_messages_total", typ: counter, help: "Executor messages for schedulers, forwarded (valid) or dropped."},
@@ -123,6 +125,7 @@ var rules = compile([]rule{
 	// The agent.
 	{pattern: "slave/uptime_secs", name: "mezzo_agent_uptime_seconds", typ: gauge, help: "Seconds since this agent started."},
 	{pattern: "slave/registered", name: "mezzo_agent_registered", typ: gauge, help: "1 while the agent is registered with a master."},
+	{pattern: "slave/http_authentication_failures", name: "mezzo_agent_http_authentication_failures_total", typ: counter, help: "Requests refused 401: no or wrong credentials, or a bad executor token."},
 	{pattern: "slave/recovery_errors", name: "mezzo_agent_recovery_errors_total", typ: counter, help: "Errors while recovering checkpointed state."},
 	{pattern: "slave/recovery_time_secs", name: "mezzo_agent_recovery_duration_seconds", typ: gauge, help: "How long the agent's recovery took."},
 	{pattern: "slave/frameworks_active", name: "mezzo_agent_frameworks_active", typ: gauge, help: "Frameworks with executors on this agent."},

@@ -23,6 +23,7 @@ package agentproxy
 
 import (
 	"context"
+	"crypto/tls"
 	"io"
 	"net"
 	"net/http"
@@ -31,6 +32,8 @@ import (
 	"strings"
 	"time"
 
+	"mezzo/internal/authn"
+	"mezzo/internal/authorizer"
 	"mezzo/internal/opapi"
 	"mezzo/master"
 )
@@ -63,8 +66,18 @@ type Options struct {
 	// Timeout bounds a forwarded request's connection and response
 	// headers (the body of a download may take longer); 0 means 10s.
 	Timeout time.Duration
-	// Transport reaches the agents; nil means a plain HTTP/1.1 transport.
+	// Transport reaches the agents; nil means an HTTP/1.1 transport (over
+	// TLS with TLS).
 	Transport http.RoundTripper
+	// TLS, when set, makes the proxy reach agents over https with this
+	// client configuration (a TLS cluster is TLS everywhere).
+	TLS *tls.Config
+	// Credential, when set, is presented to the agents (the master reads
+	// as itself; agents that authenticate readers need it).
+	Credential *authn.Credential
+	// Authorizer decides which sandboxes a caller may read through the
+	// proxy (access_sandboxes, authz.go); nil: all.
+	Authorizer authorizer.Authorizer
 }
 
 // maxIDLen bounds an agent ID in a path: Mesos's are a UUID plus "-S<n>".
@@ -81,10 +94,15 @@ func New(src Snapshots, opts Options) http.Handler {
 			ResponseHeaderTimeout: opts.Timeout,
 			MaxIdleConnsPerHost:   4,
 			IdleConnTimeout:       90 * time.Second,
+			TLSClientConfig:       opts.TLS,
 		}
 	}
-	return &proxy{src: src, timeout: opts.Timeout, client: &http.Client{
-		Transport: opts.Transport,
+	scheme := "http"
+	if opts.TLS != nil {
+		scheme = "https"
+	}
+	return &proxy{src: src, timeout: opts.Timeout, scheme: scheme, authz: opts.Authorizer, client: &http.Client{
+		Transport: opts.Credential.Transport(opts.Transport),
 		// An agent never redirects these endpoints; following a redirect
 		// would let a reply steer the master elsewhere.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
@@ -94,6 +112,8 @@ func New(src Snapshots, opts Options) http.Handler {
 type proxy struct {
 	src     Snapshots
 	timeout time.Duration
+	scheme  string
+	authz   authorizer.Authorizer
 	client  *http.Client
 }
 
@@ -203,16 +223,29 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		opapi.WriteText(w, http.StatusBadGateway, "Agent '"+id+"' registered no HTTP endpoint\n")
 		return
 	}
-	p.forward(w, r, id, agent.Endpoint, agentPath, q)
+	if !p.authorized(w, r, snap, endpoint, q.Get("path")) {
+		return
+	}
+	var rewrite func([]byte) ([]byte, error)
+	if endpoint == "/state" && p.authz != nil {
+		rewrite = func(body []byte) ([]byte, error) { return p.filterState(r, snap, body) }
+	}
+	p.forward(w, r, id, agent.Endpoint, agentPath, q, rewrite)
 }
+
+// maxRewrite bounds an agent answer the proxy reads whole to filter it
+// (an agent's /state; a busy agent's is a few MB).
+const maxRewrite = 64 << 20
 
 // forwarded are the response headers copied from the agent.
 var forwarded = []string{"Content-Type", "Content-Length", "Content-Disposition", "Last-Modified", "ETag"}
 
-func (p *proxy) forward(w http.ResponseWriter, r *http.Request, id, endpoint, agentPath string, q url.Values) {
+// forward sends the request on to the agent and streams its answer back;
+// rewrite, if set, replaces a 200's body (read whole) before it is sent.
+func (p *proxy) forward(w http.ResponseWriter, r *http.Request, id, endpoint, agentPath string, q url.Values, rewrite func([]byte) ([]byte, error)) {
 	// agentPath is one of Allowed (with its optional prefix and suffix),
 	// so it needs no escaping; the query is re-encoded from its parsed form.
-	target := "http://" + endpoint + agentPath
+	target := p.scheme + "://" + endpoint + agentPath
 	if len(q) > 0 {
 		target += "?" + q.Encode()
 	}
@@ -224,7 +257,9 @@ func (p *proxy) forward(w http.ResponseWriter, r *http.Request, id, endpoint, ag
 		return
 	}
 	// Only what the agent needs: no cookies or credentials meant for the
-	// master travel on.
+	// master travel on (an agent could collect them). The master reads as
+	// itself (Options.Transport may present the master's own credential)
+	// and has authorized the caller (authz.go).
 	if a := r.Header.Get("Accept"); a != "" {
 		req.Header.Set("Accept", a)
 	}
@@ -243,6 +278,22 @@ func (p *proxy) forward(w http.ResponseWriter, r *http.Request, id, endpoint, ag
 	}
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
+	if rewrite != nil && resp.StatusCode == http.StatusOK {
+		body, err := io.ReadAll(io.LimitReader(resp.Body, maxRewrite))
+		if err == nil {
+			body, err = rewrite(body)
+		}
+		if err != nil {
+			opapi.WriteText(w, http.StatusBadGateway, "Agent '"+id+"' answered "+agentPath+" with what the master cannot filter: "+err.Error()+"\n")
+			return
+		}
+		h.Set("Content-Length", strconv.Itoa(len(body)))
+		w.WriteHeader(resp.StatusCode)
+		if r.Method != http.MethodHead {
+			w.Write(body)
+		}
+		return
+	}
 	w.WriteHeader(resp.StatusCode)
 	if r.Method == http.MethodHead {
 		return

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"mezzo/api/mesos"
+	"mezzo/internal/authorizer"
 	"mezzo/master"
 )
 
@@ -126,7 +127,7 @@ func (h *handlers) stateModel(s *master.Snapshot) stateJSON {
 
 // state serves /master/state.
 func (h *handlers) state(w http.ResponseWriter, r *http.Request) {
-	h.writeJSON(w, r, h.stateModel(h.snapshot()))
+	h.writeJSON(w, r, h.stateModel(h.snapshotFor(r)))
 }
 
 // taskCountsJSON is the per-state task count /master/state-summary adds to
@@ -242,12 +243,12 @@ func sortedKeys(set map[string]bool) []string {
 
 // stateSummary serves /master/state-summary.
 func (h *handlers) stateSummary(w http.ResponseWriter, r *http.Request) {
-	h.writeJSON(w, r, stateSummaryModel(h.snapshot()))
+	h.writeJSON(w, r, stateSummaryModel(h.snapshotFor(r)))
 }
 
 // frameworks serves /master/frameworks?framework_id=.
 func (h *handlers) frameworks(w http.ResponseWriter, r *http.Request) {
-	s := h.snapshot()
+	s := h.snapshotFor(r)
 	want, filter := queryValue(r, "framework_id")
 	keep := func(f *master.FrameworkView) bool {
 		return !filter || f.Info.GetId().GetValue() == want
@@ -272,7 +273,7 @@ func (h *handlers) frameworks(w http.ResponseWriter, r *http.Request) {
 
 // slaves serves /master/slaves?slave_id=.
 func (h *handlers) slaves(w http.ResponseWriter, r *http.Request) {
-	s := h.snapshot()
+	s := h.snapshotFor(r)
 	want, filter := queryValue(r, "slave_id")
 	out := struct {
 		Slaves          []agentFullJSON `json:"slaves"`
@@ -306,7 +307,7 @@ const DefaultTaskLimit = 100
 // completed) are sorted by their first status's timestamp, newest first
 // unless order=asc; tasks without statuses sort last (first for asc).
 func (h *handlers) tasks(w http.ResponseWriter, r *http.Request) {
-	s := h.snapshot()
+	s := h.snapshotFor(r)
 	limit, offset := DefaultTaskLimit, 0
 	unlimited := false
 	if v, ok := queryValue(r, "limit"); ok {
@@ -422,7 +423,7 @@ func roleQuotaModel(r *master.RoleView) roleQuotaJSON {
 // roles serves /master/roles. A role's "resources" is what is allocated to
 // it plus what it is offered, as in Mesos. The weight defaults to 1.0.
 func (h *handlers) roles(w http.ResponseWriter, r *http.Request) {
-	s := h.snapshot()
+	s := h.snapshotFor(r)
 	out := struct {
 		Roles []roleJSON `json:"roles"`
 	}{make([]roleJSON, 0, len(s.Roles))}
@@ -447,6 +448,9 @@ func (h *handlers) roles(w http.ResponseWriter, r *http.Request) {
 
 // flags serves /master/flags: {"flags": {name: value}}.
 func (h *handlers) flags(w http.ResponseWriter, r *http.Request) {
+	if !h.allow(w, r, authorizer.ViewFlags, authorizer.AnyObject) {
+		return
+	}
 	h.writeJSON(w, r, struct {
 		Flags map[string]string `json:"flags"`
 	}{flagMap(h.snapshot())})

@@ -42,7 +42,8 @@ func (h *handlers) explain(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	unknown := len(e.Roles) == 1 && e.Roles[0].Reason == allocator.ReasonUnknownFramework
-	if unknown && !hasFramework(h.snapshot(), id) {
+	if (unknown || h.authz != nil) && !hasFramework(h.snapshotFor(r), id) {
+		// A framework the caller may not view is one it cannot know of.
 		writeText(w, http.StatusNotFound, "No framework found with specified ID")
 		return
 	}

@@ -11,6 +11,7 @@ import (
 	"mezzo/api/maintenancepb"
 	"mezzo/api/masterpb"
 	"mezzo/api/mesos"
+	"mezzo/internal/authorizer"
 	"mezzo/master"
 )
 
@@ -25,12 +26,18 @@ import (
 func (h *handlers) maintenanceCall(w http.ResponseWriter, r *http.Request, c *masterpb.Call, s *master.Snapshot, mt codec.MediaType) bool {
 	switch c.GetType() {
 	case masterpb.Call_GET_MAINTENANCE_SCHEDULE:
+		if !h.allow(w, r, authorizer.GetMaintenanceSchedule, authorizer.AnyObject) {
+			return true
+		}
 		h.writeMessage(w, mt, &masterpb.Response{
 			Type: masterpb.Response_GET_MAINTENANCE_SCHEDULE.Enum(),
 			GetMaintenanceSchedule: &masterpb.Response_GetMaintenanceSchedule{
 				Schedule: maintenanceOf(s).Schedule},
 		})
 	case masterpb.Call_GET_MAINTENANCE_STATUS:
+		if !h.allow(w, r, authorizer.GetMaintenanceStatus, authorizer.AnyObject) {
+			return true
+		}
 		h.writeMessage(w, mt, &masterpb.Response{
 			Type: masterpb.Response_GET_MAINTENANCE_STATUS.Enum(),
 			GetMaintenanceStatus: &masterpb.Response_GetMaintenanceStatus{
@@ -66,6 +73,9 @@ func (h *handlers) maintenanceSchedule(w http.ResponseWriter, r *http.Request) {
 	}
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
+		if !h.allow(w, r, authorizer.GetMaintenanceSchedule, authorizer.AnyObject) {
+			return
+		}
 		h.writeProtoJSON(w, r, maintenanceOf(s).Schedule)
 	case http.MethodPost:
 		body, ok := readBody(w, r)
@@ -94,6 +104,9 @@ func (h *handlers) maintenanceStatus(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET")
 		writeText(w, http.StatusMethodNotAllowed, "Expecting one of { 'GET' }, but received '"+r.Method+"'")
+		return
+	}
+	if !h.allow(w, r, authorizer.GetMaintenanceStatus, authorizer.AnyObject) {
 		return
 	}
 	h.writeProtoJSON(w, r, maintenanceOf(s).Status)

@@ -12,6 +12,7 @@ import (
 
 	"mezzo/api/codec"
 	"mezzo/api/masterpb"
+	"mezzo/internal/authorizer"
 	"mezzo/internal/opapi"
 	"mezzo/master"
 )
@@ -100,6 +101,10 @@ func (h *handlers) operator(w http.ResponseWriter, r *http.Request) {
 		writeText(w, http.StatusNotAcceptable, err.Error())
 		return
 	}
+	if action, obj, ok := readAction(call.GetType()); ok && !h.allow(w, r, action, obj) {
+		return
+	}
+	s = h.viewer(r).Filter(s) // every answer below shows only what the caller may view
 
 	switch call.GetType() {
 	case masterpb.Call_SUBSCRIBE:
@@ -143,6 +148,22 @@ func (h *handlers) operator(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.writeMessage(w, respType, resp)
+}
+
+// readAction is the action that governs an operator call's answer as a
+// whole, for the calls that are all or nothing (the GET_* calls that
+// list things are filtered instead; writes are the master's to
+// authorize).
+func readAction(t masterpb.Call_Type) (authorizer.Action, authorizer.Object, bool) {
+	switch t {
+	case masterpb.Call_GET_FLAGS:
+		return authorizer.ViewFlags, authorizer.AnyObject, true
+	case masterpb.Call_GET_METRICS:
+		return authorizer.GetEndpoint, authorizer.Value("/metrics/snapshot"), true
+	case masterpb.Call_SET_LOGGING_LEVEL:
+		return authorizer.SetLogLevel, authorizer.AnyObject, true
+	}
+	return "", authorizer.Object{}, false
 }
 
 // writeMessage answers 200 with m encoded as mt.

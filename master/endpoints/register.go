@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"mezzo/internal/authorizer"
 	"mezzo/internal/clock"
 	"mezzo/internal/loglevel"
 	"mezzo/internal/timerstat"
@@ -35,6 +36,9 @@ type Options struct {
 	// ExtraTimers adds timers kept outside the master's loop (the
 	// registrar's) to the summaries at /metrics; nil adds none.
 	ExtraTimers func() map[string]timerstat.Stats
+	// Authorizer decides what each caller may read (authz.go); nil:
+	// everything.
+	Authorizer authorizer.Authorizer
 }
 
 // Register installs every endpoint on mux. Routes exist both with and
@@ -74,8 +78,18 @@ func Register(mux *http.ServeMux, src Source, opts Options) {
 	both("/maintenance/status", h.maintenanceStatus)
 	both("/machine/down", h.machines(false))
 	both("/machine/up", h.machines(true))
-	mux.HandleFunc("/metrics/snapshot", h.metricsSnapshot)
-	mux.Handle("/metrics", h.prometheus())
+	mux.Handle("/metrics/snapshot", h.getEndpoint("/metrics/snapshot", http.HandlerFunc(h.metricsSnapshot)))
+	mux.Handle("/metrics", h.getEndpoint("/metrics", h.prometheus()))
+}
+
+// getEndpoint guards next with get_endpoints on path, as Mesos guards the
+// endpoints that reveal the process's internals (its metrics).
+func (h *handlers) getEndpoint(path string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h.allow(w, r, authorizer.GetEndpoint, authorizer.Value(path)) {
+			next.ServeHTTP(w, r)
+		}
+	})
 }
 
 // handlers holds what every endpoint shares.
@@ -88,6 +102,7 @@ type handlers struct {
 	logging   *loglevel.Control
 	extra     func() map[string]float64
 	timers    func() map[string]timerstat.Stats
+	authz     authorizer.Authorizer
 }
 
 func newHandlers(src Source, opts Options) *handlers {
@@ -100,6 +115,7 @@ func newHandlers(src Source, opts Options) *handlers {
 		logging:   opts.Logging,
 		extra:     opts.ExtraMetrics,
 		timers:    opts.ExtraTimers,
+		authz:     opts.Authorizer,
 	}
 	if h.version == "" {
 		h.version = buildInfo().Version

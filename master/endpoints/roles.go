@@ -141,7 +141,7 @@ func (h *handlers) weights(w http.ResponseWriter, r *http.Request) {
 	}
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
-		h.writeProtoArray(w, r, weightsOf(s))
+		h.writeProtoArray(w, r, weightsOf(h.viewer(r).Filter(s)))
 	case http.MethodPut:
 		body, ok := readBody(w, r)
 		if !ok {
@@ -187,7 +187,7 @@ func (h *handlers) quota(w http.ResponseWriter, r *http.Request) {
 			opapi.NoEndpoint(w, r, "master")
 			return
 		}
-		body, err := codec.Marshal(codec.JSON, quotaStatus(s))
+		body, err := codec.Marshal(codec.JSON, quotaStatus(h.viewer(r).Filter(s)))
 		if err != nil {
 			writeText(w, http.StatusInternalServerError, "Failed to render quota status: "+err.Error())
 			return

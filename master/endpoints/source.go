@@ -2,7 +2,6 @@ package endpoints
 
 import (
 	"context"
-	"net/http"
 
 	"mezzo/api/masterpb"
 	"mezzo/api/mesos"
@@ -66,8 +65,3 @@ type Source interface {
 	// DrainSource drains, deactivates and reactivates agents (drain.go).
 	DrainSource
 }
-
-// principal is the caller of a request. mezzo has no authentication yet,
-// so every caller is the unauthenticated zero Principal; the
-// authentication issue derives it from the request's credentials here.
-func principal(*http.Request) master.Principal { return master.Principal{} }

@@ -29,6 +29,9 @@ func (h *handlers) subscribe(w http.ResponseWriter, r *http.Request, mt codec.Me
 	if snap == nil {
 		snap = &master.Snapshot{}
 	}
+	v := h.viewer(r)
+	filter := newEventFilter(v, snap)
+	snap = v.Filter(snap)
 
 	// Arm the heartbeat before the first record so that a client that has
 	// read SUBSCRIBED knows the timer runs (tests advance a fake clock then).
@@ -67,7 +70,7 @@ func (h *handlers) subscribe(w http.ResponseWriter, r *http.Request, mt codec.Me
 			if !ok {
 				return
 			}
-			if ev != nil && !send(ev) {
+			if ev != nil && filter.pass(ev) && !send(ev) {
 				return
 			}
 		case <-ticker.C():

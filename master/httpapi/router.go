@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"crypto/tls"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -8,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"mezzo/internal/authn"
 	"mezzo/internal/loglevel"
 	"mezzo/internal/opapi"
 	"mezzo/internal/timerstat"
@@ -49,17 +51,20 @@ type Options struct {
 	// ExtraTimers adds timers kept outside the master (the registrar's)
 	// to the summaries at /metrics; nil adds none.
 	ExtraTimers func() map[string]timerstat.Stats
+	// Auth authenticates every request (auth.go): --credentials and the
+	// --authenticate_* flags. Nil lets everyone in anonymously.
+	Auth *authn.Guard
+	// AgentTLS, when set, is how the agent proxy (master/agentproxy)
+	// reaches agents: over https with this client configuration.
+	AgentTLS *tls.Config
+	// AgentCredential, when set, is what the agent proxy presents to
+	// agents that authenticate their readers.
+	AgentCredential *authn.Credential
 }
 
 // The master is the operator endpoints' Source: checked here, where the
 // two are wired together, so that a change to either breaks the build.
 var _ endpoints.Source = (*master.Master)(nil)
-
-// principal is the caller of a scheduler-API or agent-protocol request.
-// mezzo has no authentication yet, so every caller is the unauthenticated
-// zero Principal; the authentication issue derives it from the request's
-// credentials here.
-func principal(*http.Request) master.Principal { return master.Principal{} }
 
 // agentPath is the endpoint of mezzo's agent protocol (agentwire.Path on
 // the agents' side).
@@ -103,12 +108,16 @@ func New(m *master.Master, opts Options) http.Handler {
 		Clock:             cfg.Clock,
 		HeartbeatInterval: cfg.HeartbeatInterval,
 		Logging:           opts.Logging,
+		Authorizer:        cfg.Authorizer,
 		ExtraMetrics: func() map[string]float64 {
 			out := m.EventQueueMetrics()
 			if opts.ExtraMetrics != nil {
 				for k, v := range opts.ExtraMetrics() {
 					out[k] = v
 				}
+			}
+			if opts.Auth != nil && opts.Auth.Failures != nil {
+				out["master/http_authentication_failures"] = float64(opts.Auth.Failures.Load())
 			}
 			return out
 		},
@@ -117,7 +126,7 @@ func New(m *master.Master, opts Options) http.Handler {
 	// The agents' sandboxes and statistics, read through the master
 	// (agentproxy: read-only endpoints of registered agents only), so the
 	// web UI needs to reach nothing but the master.
-	proxy := agentproxy.New(m, agentproxy.Options{})
+	proxy := agentproxy.New(m, agentproxy.Options{Authorizer: cfg.Authorizer, TLS: opts.AgentTLS, Credential: opts.AgentCredential})
 	for _, prefix := range agentproxy.Prefixes {
 		mux.Handle(prefix, proxy)
 	}
@@ -137,13 +146,13 @@ func New(m *master.Master, opts Options) http.Handler {
 	// subscribes at once, and the mux's route matching was where each
 	// request's new goroutine first outgrew its stack (copied, 4% of a
 	// new leader's CPU at 40,000 agents).
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return opts.Auth.Handler(realmOf, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == agentPath {
 			s.agent(w, r)
 			return
 		}
 		mux.ServeHTTP(w, r)
-	})
+	}))
 }
 
 // noEndpoint answers 404 naming the path nothing serves.

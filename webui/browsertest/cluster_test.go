@@ -77,18 +77,21 @@ type cluster struct {
 	t       *testing.T
 	proc    *process
 	masters []string // host:port of every master
+	// auth, when set, is the Authorization header of the test's own
+	// reads (a cluster with --authenticate_http_readonly).
+	auth string
 }
 
 var readyLine = regexp.MustCompile(`mezzo local: (?:master at http://(\S+)|\d+ masters at (\S+) \(leader)`)
 
-// startCluster runs `mezzo local` with the given masters and agents and
-// waits for its ready line (printed once a leader serves and every agent
-// registered).
-func startCluster(t *testing.T, masters, agents int) *cluster {
+// startCluster runs `mezzo local` with the given masters and agents (and
+// extra flags) and waits for its ready line (printed once a leader serves
+// and every agent registered).
+func startCluster(t *testing.T, masters, agents int, extra ...string) *cluster {
 	t.Helper()
 	pr, pw := io.Pipe()
-	args := []string{"local", fmt.Sprintf("--agents=%d", agents), "--port=0", "--work_dir=" + t.TempDir(),
-		"--allocation_interval=100ms", "--resources=cpus:4;mem:4096;disk:10000;ports:[31000-32000]"}
+	args := append([]string{"local", fmt.Sprintf("--agents=%d", agents), "--port=0", "--work_dir=" + t.TempDir(),
+		"--allocation_interval=100ms", "--resources=cpus:4;mem:4096;disk:10000;ports:[31000-32000]"}, extra...)
 	if masters > 1 {
 		args = append(args, fmt.Sprintf("--masters=%d", masters))
 	}
@@ -160,7 +163,11 @@ func (c *cluster) awaitTask(name string, states ...string) task {
 		var doc struct {
 			Tasks []task `json:"tasks"`
 		}
-		if resp, err := client.Get("http://" + leader + "/master/tasks"); err == nil {
+		req, _ := http.NewRequest("GET", "http://"+leader+"/master/tasks", nil)
+		if c.auth != "" {
+			req.Header.Set("Authorization", c.auth)
+		}
+		if resp, err := client.Do(req); err == nil {
 			json.NewDecoder(resp.Body).Decode(&doc)
 			resp.Body.Close()
 		}

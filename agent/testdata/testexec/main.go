@@ -38,6 +38,7 @@ func main() {
 	sandbox := os.Getenv("MESOS_SANDBOX")
 	os.WriteFile(filepath.Join(sandbox, "env.txt"), []byte(strings.Join(env, "\n")+"\n"), 0o644)
 	fmt.Println("testexec started", strings.Join(os.Args[1:], " "))
+	fmt.Printf("testexec uid %d gid %d\n", os.Getuid(), os.Getgid())
 	fmt.Fprintln(os.Stderr, "testexec stderr")
 	fwID, execID = os.Getenv("MESOS_FRAMEWORK_ID"), os.Getenv("MESOS_EXECUTOR_ID")
 	url = "http://" + os.Getenv("MESOS_AGENT_ENDPOINT") + "/api/v1/executor"
@@ -158,6 +159,9 @@ func post(c *executorpb.Call) (*http.Response, error) {
 	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(b))
 	req.Header.Set("Content-Type", "application/x-protobuf")
 	req.Header.Set("Accept", "application/x-protobuf")
+	if tok := os.Getenv("MESOS_EXECUTOR_AUTHENTICATION_TOKEN"); tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
 	return http.DefaultClient.Do(req)
 }
 
