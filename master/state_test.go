@@ -985,7 +985,7 @@ func TestRequestReachesAllocator(t *testing.T) {
 	}
 	before := len(h.alloc.recorded())
 	for _, tc := range bad {
-		err := h.s.schedulerCall(request(tc.req), f.st.ID(), h.now)
+		err := h.s.schedulerCall(Principal{}, request(tc.req), f.st.ID(), h.now)
 		ae, ok := err.(*APIError)
 		if !ok || ae.Status != 400 || !strings.Contains(ae.Message, tc.msg) {
 			t.Errorf("%s: got %v, want 400 %q", tc.name, err, tc.msg)
