@@ -66,12 +66,12 @@ func mapRegistrarError(err error) error {
 
 // Admit implements Registrar.
 func (a *ReplicatedRegistrar) Admit(info *mesos.AgentInfo, done func(error)) {
-	a.submit(registrar.Admit(info), done)
+	a.submit(registrar.Admit(info, ""), done)
 }
 
 // Readmit implements Registrar.
 func (a *ReplicatedRegistrar) Readmit(info *mesos.AgentInfo, done func(error)) {
-	a.submit(registrar.Readmit(info), done)
+	a.submit(registrar.Readmit(info, ""), done)
 }
 
 // MarkUnreachable implements Registrar.
@@ -81,7 +81,7 @@ func (a *ReplicatedRegistrar) MarkUnreachable(agentID string, at time.Time, done
 
 // MarkReachable implements Registrar.
 func (a *ReplicatedRegistrar) MarkReachable(info *mesos.AgentInfo, done func(error)) {
-	a.submit(registrar.MarkReachable(info), done)
+	a.submit(registrar.MarkReachable(info, ""), done)
 }
 
 // Remove implements Registrar.

@@ -27,14 +27,14 @@ func benchAgent(i int) *mesos.AgentInfo {
 	}
 }
 
-// machineWith returns a machine holding n admitted agents and the entries
-// that built it (batches of 256).
-func machineWith(b *testing.B, n int) (*Machine, [][]byte) {
+// machineWith returns a machine holding n agents admitted as principal
+// and the entries that built it (batches of 256).
+func machineWith(b *testing.B, n int, principal string) (*Machine, [][]byte) {
 	m := NewMachine()
 	var entries [][]byte
 	var batch []byte
 	for i := range n {
-		batch = appendOp(batch, Admit(benchAgent(i)).enc)
+		batch = appendOp(batch, Admit(benchAgent(i), principal).enc)
 		if (i+1)%256 == 0 || i == n-1 {
 			e := encodeEntry(batch)
 			entries = append(entries, e)
@@ -48,8 +48,14 @@ func machineWith(b *testing.B, n int) (*Machine, [][]byte) {
 }
 
 // BenchmarkSnapshot50k: writing and restoring a 50,000-agent registry.
-func BenchmarkSnapshot50k(b *testing.B) {
-	m, entries := machineWith(b, 50000)
+func BenchmarkSnapshot50k(b *testing.B) { benchSnapshot(b, "") }
+
+// BenchmarkSnapshot50kBound: the same, every agent bound to the principal
+// it registered as (--authenticate_agents).
+func BenchmarkSnapshot50kBound(b *testing.B) { benchSnapshot(b, "agent") }
+
+func benchSnapshot(b *testing.B, principal string) {
+	m, entries := machineWith(b, 50000, principal)
 	var buf bytes.Buffer
 	write, _ := m.Snapshot()
 	write(&buf)

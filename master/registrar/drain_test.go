@@ -41,7 +41,7 @@ func TestUpdateDrainValidation(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			r, _, m := newRecovered(t, Config{})
-			for _, op := range []Operation{Admit(agent("a")), Admit(agent("u")), Admit(agent("g")), MarkUnreachable("u", t0), Remove("g", t0)} {
+			for _, op := range []Operation{Admit(agent("a"), ""), Admit(agent("u"), ""), Admit(agent("g"), ""), MarkUnreachable("u", t0), Remove("g", t0)} {
 				if err := r.Apply(ctx(t), op); err != nil {
 					t.Fatal(err)
 				}
@@ -76,7 +76,7 @@ func TestDrainSurvivesSnapshotAndEndsWithAgent(t *testing.T) {
 	c := ctx(t)
 	drained := drainInfo(mesos.DrainState_DRAINED, 5*time.Second, true)
 	for _, op := range []Operation{
-		Admit(agent("a")), Admit(agent("b")), Admit(agent("c")),
+		Admit(agent("a"), ""), Admit(agent("b"), ""), Admit(agent("c"), ""),
 		UpdateDrain("a", Drain{Deactivated: true, Info: drained}),
 		UpdateDrain("b", Drain{Deactivated: true}),
 		UpdateDrain("c", Drain{Deactivated: true}),
@@ -107,7 +107,7 @@ func TestDrainSurvivesSnapshotAndEndsWithAgent(t *testing.T) {
 	if _, err := r2.Recover(c, testMaster()); err != nil {
 		t.Fatal(err)
 	}
-	for _, op := range []Operation{MarkReachable(agent("a")), Remove("b", t0), Prune([]string{"c"}, nil)} {
+	for _, op := range []Operation{MarkReachable(agent("a"), ""), Remove("b", t0), Prune([]string{"c"}, nil)} {
 		if err := r2.Apply(c, op); err != nil {
 			t.Fatalf("%s: %v", op, err)
 		}

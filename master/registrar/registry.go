@@ -2,6 +2,7 @@ package registrar
 
 import (
 	"fmt"
+	"maps"
 	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -67,6 +68,15 @@ func decodeAgent(id string, raw []byte) (*mesos.AgentInfo, error) {
 	}
 	return info, nil
 }
+
+// Principal is the principal admitted or unreachable agent id is bound to:
+// the one it registered as. "" if it has none (it registered anonymously,
+// or before the registry recorded principals: its next registration binds
+// it) or is not admitted or unreachable.
+func (r *Registry) Principal(id string) string { return r.s.principals[id] }
+
+// Principals returns every binding, by agent ID.
+func (r *Registry) Principals() map[string]string { return maps.Clone(r.s.principals) }
 
 // UnreachableAgent is an agent marked unreachable.
 type UnreachableAgent struct {
@@ -176,22 +186,29 @@ func encodeRegistry(s *state, sorted bool) []byte {
 	out := make([]byte, 0, size+len(s.unreachable)*64)
 	out = append(out, b...)
 	var agent []byte
-	add := func(raw []byte) {
+	add := func(id string, raw []byte) {
 		agent = appendMessageField(agent[:0], fieldAgentInfo, raw)
+		if p := s.principals[id]; p != "" {
+			agent = protowire.AppendString(protowire.AppendTag(agent, fieldAgentPrincipal, protowire.BytesType), p)
+		}
 		out = appendMessageField(out, fieldRegistryAgents, agent)
 	}
 	if sorted {
 		for _, id := range sortedKeys(s.agents) {
-			add(s.agents[id])
+			add(id, s.agents[id])
 		}
 	} else {
-		for _, raw := range s.agents {
-			add(raw)
+		for id, raw := range s.agents {
+			add(id, raw)
 		}
 	}
 	for _, id := range sortedKeys(s.unreachable) {
 		e := s.unreachable[id]
-		u, _ := partial.Marshal(&pb.UnreachableAgent{Id: agentID(id), Timestamp: &mesos.TimeInfo{Nanoseconds: proto.Int64(e.at)}})
+		head := &pb.UnreachableAgent{Id: agentID(id), Timestamp: &mesos.TimeInfo{Nanoseconds: proto.Int64(e.at)}}
+		if p := s.principals[id]; p != "" {
+			head.Principal = proto.String(p)
+		}
+		u, _ := partial.Marshal(head)
 		if e.info != nil {
 			u = appendMessageField(u, fieldUnreachableInfo, e.info)
 		}
@@ -219,10 +236,13 @@ func decodeRegistry(b []byte) (*state, error) {
 	err := fields(b, func(f field) error {
 		switch {
 		case f.num == fieldRegistryAgents && f.typ == protowire.BytesType:
-			var raw []byte
+			var raw, principal []byte
 			if err := fields(f.val, func(g field) error {
-				if g.num == fieldAgentInfo && g.typ == protowire.BytesType {
+				switch {
+				case g.num == fieldAgentInfo && g.typ == protowire.BytesType:
 					raw = g.val
+				case g.num == fieldAgentPrincipal && g.typ == protowire.BytesType:
+					principal = g.val
 				}
 				return nil
 			}); err != nil {
@@ -236,6 +256,9 @@ func decodeRegistry(b []byte) (*state, error) {
 				return fmt.Errorf("agents[%d].info.id is missing", len(s.agents))
 			}
 			s.agents[id] = append([]byte(nil), raw...)
+			if len(principal) > 0 {
+				s.principals[id] = principalName(string(principal))
+			}
 		case f.num == fieldRegistryUnreachable && f.typ == protowire.BytesType:
 			var head, raw []byte
 			if err := fields(f.val, func(g field) error {
@@ -256,6 +279,9 @@ func decodeRegistry(b []byte) (*state, error) {
 				return fmt.Errorf("unreachable[%d].id is missing", len(s.unreachable))
 			}
 			s.unreachable[u.GetId().GetValue()] = unreachableEntry{at: u.GetTimestamp().GetNanoseconds(), info: raw}
+			if p := u.GetPrincipal(); p != "" {
+				s.principals[u.GetId().GetValue()] = principalName(p)
+			}
 		default:
 			rest = append(rest, f.all...)
 		}

@@ -2,6 +2,7 @@ package registrar
 
 import (
 	"fmt"
+	"unique"
 
 	"mezzo/api/maintenancepb"
 	"mezzo/api/mesos"
@@ -36,6 +37,8 @@ func (s AgentStatus) String() string {
 // not-yet-durable operations of the batch being formed layered on top.
 type view interface {
 	status(id string) AgentStatus
+	// principal is the principal agent id is bound to ("": none).
+	principal(id string) string
 	// maintenance returns the schedule and the DOWN machines by machineKey.
 	// Callers must not modify them.
 	maintenance() (*maintenancepb.Schedule, map[string]*mesos.MachineID)
@@ -55,13 +58,16 @@ func check(v view, o op) error {
 		case AgentGone:
 			return fmt.Errorf("admit agent %s: %w", o.id, ErrGone)
 		}
-	case kReadmit:
-		if v.status(o.id) == AgentGone {
-			return fmt.Errorf("readmit agent %s: %w", o.id, ErrGone)
+	case kReadmit, kMarkReachable:
+		what := "readmit agent"
+		if o.kind == kMarkReachable {
+			what = "mark reachable agent"
 		}
-	case kMarkReachable:
 		if v.status(o.id) == AgentGone {
-			return fmt.Errorf("mark agent %s reachable: %w", o.id, ErrGone)
+			return fmt.Errorf("%s %s: %w", what, o.id, ErrGone)
+		}
+		if bound := v.principal(o.id); bound != "" && bound != o.principal {
+			return fmt.Errorf("%s %s as principal '%s': %w ('%s')", what, o.id, o.principal, ErrPrincipal, bound)
 		}
 	case kMarkUnreachable:
 		switch v.status(o.id) {
@@ -112,8 +118,12 @@ type state struct {
 	down        map[string]*mesos.MachineID
 	// drains holds the admitted and unreachable agents' drain entries by
 	// agent ID (state_drain.go).
-	drains  map[string]*pb.AgentDrain
-	version uint64
+	drains map[string]*pb.AgentDrain
+	// principals binds admitted and unreachable agents to the principal
+	// they registered as; agents that registered anonymously (or before
+	// the registry recorded principals) have no entry.
+	principals map[string]string
+	version    uint64
 }
 
 func newState() *state {
@@ -125,6 +135,7 @@ func newState() *state {
 		quotas:      map[string]*quotapb.QuotaConfig{},
 		down:        map[string]*mesos.MachineID{},
 		drains:      map[string]*pb.AgentDrain{},
+		principals:  map[string]string{},
 	}
 }
 
@@ -140,6 +151,13 @@ func (s *state) status(id string) AgentStatus {
 	}
 	return AgentUnknown
 }
+
+func (s *state) principal(id string) string { return s.principals[id] }
+
+// principalName interns a principal: a cluster's agents usually share one
+// or a few principals, so that 50,000 bindings hold a few strings, not
+// 50,000 copies.
+func principalName(p string) string { return unique.Make(p).Value() }
 
 func (s *state) maintenance() (*maintenancepb.Schedule, map[string]*mesos.MachineID) {
 	return s.schedule, s.down
@@ -161,6 +179,9 @@ func (s *state) apply(o op) error {
 	case kAdmit, kReadmit, kMarkReachable:
 		delete(s.unreachable, o.id)
 		s.agents[o.id] = o.raw
+		if o.principal != "" { // check refused any other binding
+			s.principals[o.id] = principalName(o.principal)
+		}
 	case kMarkUnreachable:
 		s.unreachable[o.id] = unreachableEntry{at: o.at, info: s.agents[o.id]}
 		delete(s.agents, o.id)
@@ -171,11 +192,13 @@ func (s *state) apply(o op) error {
 		delete(s.agents, o.id)
 		delete(s.unreachable, o.id)
 		delete(s.drains, o.id)
+		delete(s.principals, o.id)
 		s.gone[o.id] = o.at
 	case kPrune:
 		for _, id := range o.pb.GetPrune().GetUnreachable() {
 			if s.status(id.GetValue()) == AgentUnreachable {
 				delete(s.drains, id.GetValue())
+				delete(s.principals, id.GetValue())
 			}
 			delete(s.unreachable, id.GetValue())
 		}
@@ -223,10 +246,14 @@ func (s *state) clone() *state {
 		schedule:    s.schedule,
 		down:        s.down, // replaced, never modified, by apply
 		drains:      make(map[string]*pb.AgentDrain, len(s.drains)),
+		principals:  make(map[string]string, len(s.principals)),
 		version:     s.version,
 	}
 	for k, v := range s.drains {
 		c.drains[k] = v
+	}
+	for k, v := range s.principals {
+		c.principals[k] = v
 	}
 	for k, v := range s.agents {
 		c.agents[k] = v
