@@ -778,7 +778,7 @@ func TestAgentCheckpointedResourcesOnSubscribe(t *testing.T) {
 	h := newHarness(t)
 	bad := agentSub("a0", "cpus:1")
 	bad.CheckpointedResources = dynRes("cpus:2", "db", "")
-	_, err := h.s.agentSubscribe(bad, h.now)
+	_, err := h.s.agentSubscribe(bad, "", h.now)
 	if apiErr, ok := err.(*APIError); !ok || apiErr.Status != 400 || !strings.Contains(apiErr.Message, "cpus") ||
 		!strings.Contains(apiErr.Message, "checkpointed_resources") {
 		t.Fatalf("conflicting subscription: %v", err)
