@@ -344,7 +344,7 @@ func TestOfferOperationTable(t *testing.T) {
 			ops: func(string) []*mesos.Offer_Operation {
 				return []*mesos.Offer_Operation{withID(unreserveOp(dynRes("cpus:1", "db", "alice")), "u")}
 			},
-			want: []string{"op u OPERATION_ERROR", `the reservation was made by principal "alice"; "bob" cannot unreserve it`, "total unchanged"},
+			want:    []string{"op u OPERATION_ERROR", `the reservation was made by principal "alice"; "bob" cannot unreserve it`, "total unchanged"},
 			wantNot: []string{"checkpoint"}},
 		{name: "grow and shrink a volume", agent: "disk:100", info: db,
 			setup: func(h *harness, a *fakeAgent) {
