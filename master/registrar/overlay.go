@@ -54,8 +54,8 @@ func (v *overlay) holds(o op, info []byte) bool {
 	if _, touched := v.agents[o.id]; touched {
 		return false
 	}
-	raw, admitted := v.base.agents[o.id]
-	return admitted && bytes.Equal(raw, info) && v.base.principal(o.id) == o.principal
+	e, admitted := v.base.agents[o.id]
+	return admitted && bytes.Equal(e.info, info) && e.principal == o.principal
 }
 
 // record layers an operation that passed check onto the overlay.

@@ -98,10 +98,20 @@ func check(v view, o op) error {
 	return nil
 }
 
+// agentEntry is an admitted agent's record.
+type agentEntry struct {
+	info []byte // encoded AgentInfo
+	// principal is the principal the agent is bound to: the one it
+	// registered as; "" if it registered anonymously (or before the
+	// registry recorded principals).
+	principal string
+}
+
 // unreachableEntry is an unreachable agent's record.
 type unreachableEntry struct {
-	at   int64  // Unix nanoseconds
-	info []byte // encoded AgentInfo, nil if never known
+	at        int64  // Unix nanoseconds
+	info      []byte // encoded AgentInfo, nil if never known
+	principal string // as agentEntry's
 }
 
 // state is the registry in memory. Agent infos are kept encoded (see
@@ -109,7 +119,7 @@ type unreachableEntry struct {
 // are stored, so snapshots and Registry share them.
 type state struct {
 	master      *mesos.MasterInfo
-	agents      map[string][]byte
+	agents      map[string]agentEntry
 	unreachable map[string]unreachableEntry
 	gone        map[string]int64
 	weights     map[string]float64
@@ -118,24 +128,19 @@ type state struct {
 	down        map[string]*mesos.MachineID
 	// drains holds the admitted and unreachable agents' drain entries by
 	// agent ID (state_drain.go).
-	drains map[string]*pb.AgentDrain
-	// principals binds admitted and unreachable agents to the principal
-	// they registered as; agents that registered anonymously (or before
-	// the registry recorded principals) have no entry.
-	principals map[string]string
-	version    uint64
+	drains  map[string]*pb.AgentDrain
+	version uint64
 }
 
 func newState() *state {
 	return &state{
-		agents:      map[string][]byte{},
+		agents:      map[string]agentEntry{},
 		unreachable: map[string]unreachableEntry{},
 		gone:        map[string]int64{},
 		weights:     map[string]float64{},
 		quotas:      map[string]*quotapb.QuotaConfig{},
 		down:        map[string]*mesos.MachineID{},
 		drains:      map[string]*pb.AgentDrain{},
-		principals:  map[string]string{},
 	}
 }
 
@@ -152,7 +157,12 @@ func (s *state) status(id string) AgentStatus {
 	return AgentUnknown
 }
 
-func (s *state) principal(id string) string { return s.principals[id] }
+func (s *state) principal(id string) string {
+	if e, ok := s.agents[id]; ok {
+		return e.principal
+	}
+	return s.unreachable[id].principal
+}
 
 // principalName interns a principal: a cluster's agents usually share one
 // or a few principals, so that 50,000 bindings hold a few strings, not
@@ -177,13 +187,17 @@ func (s *state) apply(o op) error {
 	case kSetMaster:
 		s.master = o.pb.GetSetMaster().GetInfo()
 	case kAdmit, kReadmit, kMarkReachable:
-		delete(s.unreachable, o.id)
-		s.agents[o.id] = o.raw
-		if o.principal != "" { // check refused any other binding
-			s.principals[o.id] = principalName(o.principal)
+		// check refused another principal: the agent is unbound or bound
+		// to o.principal (so unbound if o.principal is "").
+		p := ""
+		if o.principal != "" {
+			p = principalName(o.principal)
 		}
+		delete(s.unreachable, o.id)
+		s.agents[o.id] = agentEntry{info: o.raw, principal: p}
 	case kMarkUnreachable:
-		s.unreachable[o.id] = unreachableEntry{at: o.at, info: s.agents[o.id]}
+		e := s.agents[o.id]
+		s.unreachable[o.id] = unreachableEntry{at: o.at, info: e.info, principal: e.principal}
 		delete(s.agents, o.id)
 	case kRemove:
 		if s.status(o.id) == AgentGone {
@@ -192,13 +206,11 @@ func (s *state) apply(o op) error {
 		delete(s.agents, o.id)
 		delete(s.unreachable, o.id)
 		delete(s.drains, o.id)
-		delete(s.principals, o.id)
 		s.gone[o.id] = o.at
 	case kPrune:
 		for _, id := range o.pb.GetPrune().GetUnreachable() {
 			if s.status(id.GetValue()) == AgentUnreachable {
 				delete(s.drains, id.GetValue())
-				delete(s.principals, id.GetValue())
 			}
 			delete(s.unreachable, id.GetValue())
 		}
@@ -238,7 +250,7 @@ func (s *state) apply(o op) error {
 func (s *state) clone() *state {
 	c := &state{
 		master:      s.master,
-		agents:      make(map[string][]byte, len(s.agents)),
+		agents:      make(map[string]agentEntry, len(s.agents)),
 		unreachable: make(map[string]unreachableEntry, len(s.unreachable)),
 		gone:        make(map[string]int64, len(s.gone)),
 		weights:     make(map[string]float64, len(s.weights)),
@@ -246,14 +258,10 @@ func (s *state) clone() *state {
 		schedule:    s.schedule,
 		down:        s.down, // replaced, never modified, by apply
 		drains:      make(map[string]*pb.AgentDrain, len(s.drains)),
-		principals:  make(map[string]string, len(s.principals)),
 		version:     s.version,
 	}
 	for k, v := range s.drains {
 		c.drains[k] = v
-	}
-	for k, v := range s.principals {
-		c.principals[k] = v
 	}
 	for k, v := range s.agents {
 		c.agents[k] = v

@@ -15,8 +15,8 @@ import (
 // their resources and attributes) is most of the cost of loading a
 // registry, and the encoded form is one pointer-free allocation the
 // garbage collector never scans. Only the ID (and the hostname, which
-// validation checks) are read on the way in; Registry decodes an info when
-// asked for it.
+// validation checks) are read on the way in, with the operation's
+// principal beside the info; Registry decodes an info when asked for it.
 
 // Field numbers read by hand.
 const (
