@@ -86,26 +86,13 @@ func TestDrainSurvivesSnapshotAndEndsWithAgent(t *testing.T) {
 			t.Fatalf("%s: %v", op, err)
 		}
 	}
-	var snap bytesBuffer
-	write, _ := m.Snapshot()
-	if err := write(&snap); err != nil {
-		t.Fatal(err)
-	}
-	m2 := NewMachine()
-	if err := m2.Restore(&snap); err != nil {
-		t.Fatal(err)
-	}
+	r2, m2 := restored(t, m)
 	got := m2.Registry().Drains()
 	if len(got) != 3 || !proto.Equal(got["a"].Info, drained) || !got["a"].Deactivated || !got["b"].Deactivated || got["b"].Info != nil {
 		t.Fatalf("restored drains = %+v", got)
 	}
 	if p := protoOf(t, m2.Registry()); len(p.GetDrains()) != 3 || p.GetDrains()[0].GetId().GetValue() != "a" {
 		t.Fatalf("registry proto drains = %v", p.GetDrains())
-	}
-	r2, _ := New(Config{Store: NewMemoryStore(m2), Machine: m2})
-	defer r2.Close()
-	if _, err := r2.Recover(c, testMaster()); err != nil {
-		t.Fatal(err)
 	}
 	for _, op := range []Operation{MarkReachable(agent("a"), ""), Remove("b", t0), Prune([]string{"c"}, nil)} {
 		if err := r2.Apply(c, op); err != nil {

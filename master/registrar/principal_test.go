@@ -14,30 +14,6 @@ import (
 // (--authenticate_agents), so that every leader refuses the ID to another
 // principal, also right after a failover, before the agent is back.
 
-// restored returns a recovered registrar over a machine restored from a
-// snapshot of m: a new leader's view of the registry.
-func restored(t *testing.T, m *Machine) (*Registrar, *Machine) {
-	t.Helper()
-	var snap bytes.Buffer
-	write, _ := m.Snapshot()
-	if err := write(&snap); err != nil {
-		t.Fatal(err)
-	}
-	m2 := NewMachine()
-	if err := m2.Restore(&snap); err != nil {
-		t.Fatal(err)
-	}
-	r2, err := New(Config{Store: NewMemoryStore(m2), Machine: m2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r2.Close() })
-	if _, err := r2.Recover(ctx(t), testMaster()); err != nil {
-		t.Fatal(err)
-	}
-	return r2, m2
-}
-
 // TestPrincipalBinding: an agent admitted as p is bound to p in the
 // registry, through unreachability, a snapshot and a replica; another
 // principal (or none) is refused with ErrPrincipal and changes nothing;

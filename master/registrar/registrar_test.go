@@ -237,15 +237,7 @@ func TestPartitionScenario(t *testing.T) {
 		}
 	}
 	// Failover: a new master's machine restored from a snapshot of the old.
-	var snap bytesBuffer
-	write, _ := m.Snapshot()
-	if err := write(&snap); err != nil {
-		t.Fatal(err)
-	}
-	m2 := NewMachine()
-	if err := m2.Restore(&snap); err != nil {
-		t.Fatal(err)
-	}
+	m2 := restoredMachine(t, m)
 	r2, _ := New(Config{Store: NewMemoryStore(m2), Machine: m2, Strict: true})
 	defer r2.Close()
 	next := testMaster()
