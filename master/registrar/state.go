@@ -58,17 +58,16 @@ func check(v view, o op) error {
 		case AgentGone:
 			return fmt.Errorf("admit agent %s: %w", o.id, ErrGone)
 		}
-	case kReadmit, kMarkReachable:
-		what := "readmit agent"
-		if o.kind == kMarkReachable {
-			what = "mark reachable agent"
-		}
+	case kReadmit:
 		if v.status(o.id) == AgentGone {
-			return fmt.Errorf("%s %s: %w", what, o.id, ErrGone)
+			return fmt.Errorf("readmit agent %s: %w", o.id, ErrGone)
 		}
-		if bound := v.principal(o.id); bound != "" && bound != o.principal {
-			return fmt.Errorf("%s %s as principal '%s': %w ('%s')", what, o.id, o.principal, ErrPrincipal, bound)
+		return checkPrincipal(v, o, "readmit agent %s")
+	case kMarkReachable:
+		if v.status(o.id) == AgentGone {
+			return fmt.Errorf("mark agent %s reachable: %w", o.id, ErrGone)
 		}
+		return checkPrincipal(v, o, "mark agent %s reachable")
 	case kMarkUnreachable:
 		switch v.status(o.id) {
 		case AgentUnknown:
@@ -94,6 +93,15 @@ func check(v view, o op) error {
 		default:
 			return fmt.Errorf("update drain of agent %s: %w", o.id, ErrUnknownAgent)
 		}
+	}
+	return nil
+}
+
+// checkPrincipal refuses a re-registration of an agent bound to another
+// principal than o's (what names the operation, with the agent ID's %s).
+func checkPrincipal(v view, o op, what string) error {
+	if bound := v.principal(o.id); bound != "" && bound != o.principal {
+		return fmt.Errorf(what+" as principal '%s': %w ('%s')", o.id, o.principal, ErrPrincipal, bound)
 	}
 	return nil
 }
