@@ -133,14 +133,14 @@ func (c *haCluster) startMaster(i int) {
 	c.masters[i] = startProc(c.t, fmt.Sprintf("master%d", i+1), args...)
 }
 
-// startAgent starts a `mezzo agent` given all masters and waits until the
-// leader lists it; it returns the agent and its ID.
-func (c *haCluster) startAgent(name string) (*proc, string) {
+// startAgent starts a `mezzo agent` given all masters (and extra flags)
+// and waits until the leader lists it; it returns the agent and its ID.
+func (c *haCluster) startAgent(name string, extra ...string) (*proc, string) {
 	c.t.Helper()
 	port := freePort(c.t)
-	p := startProc(c.t, name, "agent", "--master="+strings.Join(c.addrs, ","), "--ip=127.0.0.1",
-		"--port="+strconv.Itoa(port), "--hostname="+name, "--work_dir="+filepath.Join(c.dir, name),
-		"--resources=cpus:4;mem:4096;disk:10000;ports:[31000-32000]")
+	p := startProc(c.t, name, append([]string{"agent", "--master=" + strings.Join(c.addrs, ","), "--ip=127.0.0.1",
+		"--port=" + strconv.Itoa(port), "--hostname=" + name, "--work_dir=" + filepath.Join(c.dir, name),
+		"--resources=cpus:4;mem:4096;disk:10000;ports:[31000-32000]"}, extra...)...)
 	c.agents = append(c.agents, p)
 	var id string
 	poll(c.t, name+" to register", 30*time.Second, func() bool {

@@ -593,3 +593,65 @@ func (s *secured) watchEvents(t *testing.T) func() string {
 		return buf.w.(*bytes.Buffer).String()
 	}
 }
+
+// The attacker's try at a master failover (issue 14's follow-up): three
+// masters with --authenticate_agents; the leader is killed (-9) while the
+// victim agent is frozen, and an impostor holding another valid agent
+// credential presents the victim's agent ID to the new leader before the
+// victim is back. The new leader knows the ID's principal from the
+// registry: the SUBSCRIBE and a forged status update are refused with 403,
+// counted, and change nothing; the victim then re-registers under its ID.
+func TestSecurityAgentIDAfterFailover(t *testing.T) {
+	dir := t.TempDir()
+	credentials := writeFile(t, filepath.Join(dir, "credentials"),
+		"agent "+securityCreds["agent"]+"\nagent2 "+securityCreds["agent2"]+"\n", 0o600)
+	victimCred := writeFile(t, filepath.Join(dir, "agent.cred"), "agent "+securityCreds["agent"]+"\n", 0o600)
+	c := startHA(t, "--credentials="+credentials, "--authenticate_agents")
+	victim, id := c.startAgent("victim", "--credential="+victimCred)
+
+	victim.signal(syscall.SIGSTOP)
+	old := c.awaitLeader("")
+	c.masters[old].kill()
+	next := c.awaitLeader(c.addrs[old])
+	leader := "http://" + c.addrs[next]
+
+	sub := &protocol.AgentCall{Type: protocol.AgentCall_SUBSCRIBE.Enum(), Subscribe: &protocol.AgentCall_Subscribe{
+		AgentInfo: &mesos.AgentInfo{Id: &mesos.AgentID{Value: proto.String(id)}, Hostname: proto.String("evil"), Port: proto.Int32(1)},
+		Endpoint:  proto.String("127.0.0.1:1"),
+		Version:   protocol.Version_VERSION_1.Enum(),
+	}}
+	body, _ := proto.Marshal(sub)
+	for who, want := range map[string]int{"agent2": 403, "": 401} {
+		code, _, text := call(t, "POST", leader+"/internal/v1/agent", who, "application/x-protobuf", body)
+		if code != want || (code == 403 && !strings.Contains(text, "registered as principal 'agent'")) {
+			t.Errorf("SUBSCRIBE with the victim's ID as %q after the failover: %d %s, want %d", who, code, text, want)
+		}
+	}
+	update := &protocol.AgentCall{Type: protocol.AgentCall_STATUS_UPDATE.Enum(), AgentId: &mesos.AgentID{Value: proto.String(id)},
+		StatusUpdate: &protocol.AgentCall_StatusUpdate{FrameworkId: &mesos.FrameworkID{Value: proto.String("fw")},
+			Status: &mesos.TaskStatus{TaskId: &mesos.TaskID{Value: proto.String("t")}, State: mesos.TaskState_TASK_FINISHED.Enum()}}}
+	body, _ = proto.Marshal(update)
+	if code, _, text := call(t, "POST", leader+"/internal/v1/agent", "agent2", "application/x-protobuf", body); code != 403 {
+		t.Errorf("a forged status update for the victim's ID as agent2: %d %s", code, text)
+	}
+	var metrics map[string]float64
+	if err := getJSON(leader+"/metrics/snapshot", &metrics); err != nil || metrics["master/authorization_denials"] != 2 {
+		t.Errorf("refusals counted: %v (%v), want 2", metrics["master/authorization_denials"], err)
+	}
+	st, err := c.state(next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Slaves) != 0 || len(st.Recovered) != 1 || st.Recovered[0].ID != id {
+		t.Fatalf("the refusals changed the new leader: agents %+v, still expected %+v", st.Slaves, st.Recovered)
+	}
+	if logs := c.masters[next].logs(); !strings.Contains(logs, "agent impersonation refused") {
+		t.Errorf("the new leader did not log the refusal:\n%s", logs)
+	}
+
+	victim.signal(syscall.SIGCONT)
+	poll(t, "the victim to re-register under its ID", 60*time.Second, func() bool {
+		st, err := c.state(next)
+		return err == nil && len(st.Slaves) == 1 && st.Slaves[0].ID == id && st.Slaves[0].Hostname == "victim" && st.Slaves[0].Active
+	})
+}

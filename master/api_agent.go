@@ -18,7 +18,8 @@ import (
 //
 // p must be authorized to register_agents, and an agent presenting an ID
 // must be the principal that registered under it: 403 otherwise, before
-// anything changes.
+// anything changes. The registry records that principal with the agent,
+// so every later leader enforces it too.
 func (m *Master) SubscribeAgent(ctx context.Context, p Principal, call *protocol.AgentCall) (*AgentStream, error) {
 	return openStream(ctx, m, func(s *state, now time.Time) (*AgentStream, error) {
 		if err := s.authorize(p, authorizer.RegisterAgent); err != nil {
@@ -27,7 +28,7 @@ func (m *Master) SubscribeAgent(ctx context.Context, p Principal, call *protocol
 		if err := s.checkAgentPrincipal(p, call.GetSubscribe().GetAgentInfo().GetId().GetValue()); err != nil {
 			return nil, err
 		}
-		st, err := s.agentSubscribe(call.GetSubscribe(), now)
+		st, err := s.agentSubscribe(call.GetSubscribe(), p.Name, now)
 		if err == nil && st.agentID != "" {
 			s.agentPrincipals[st.agentID] = p.Name
 		}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -219,6 +220,127 @@ func TestAgentAuthorizationAndImpersonation(t *testing.T) {
 	}
 	if err := m.AgentCall(ctx, Principal{Name: "agent-1"}, forged); err != nil {
 		t.Fatalf("agent-1's own call: %v", err)
+	}
+}
+
+// lockedLog collects a master's log lines (written from its loop).
+type lockedLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// The binding of agent IDs to principals survives a failover: the
+// registry records the principal each agent registered as, so the new
+// leader refuses an impostor holding another valid credential who
+// presents the victim's ID before the victim is back (403, logged and
+// counted, nothing changes), and the victim's own re-registration works.
+// An entry without a principal (an anonymous registration, as registries
+// written before principals were recorded) binds on its next
+// registration; a removed agent's ID is refused to everyone. Over the
+// in-memory registrar and the replicated registry.
+func TestAgentBindingSurvivesFailover(t *testing.T) {
+	for name, newReg := range map[string]func(*testing.T) Registrar{
+		"memory":     func(*testing.T) Registrar { return NewMemoryRegistrar() },
+		"replicated": func(t *testing.T) Registrar { r, _ := newReplicated(t, false); return r },
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			clk := clock.NewFake(epoch0)
+			reg := newReg(t)
+			logs := &lockedLog{}
+			a := startHA(t, "A", 5050, reg, clk)
+			b := startHA(t, "B", 5060, reg, clk, func(c *Config) { c.Logger = slog.New(slog.NewTextHandler(logs, nil)) })
+			b.e.set(false, 1, "m-A:5050")
+			a.elect(t, 1)
+			sub := func(m *Master, p, id, host string) (*AgentStream, error) {
+				s := agentSub(host, "cpus:1;mem:128")
+				if id != "" {
+					s.AgentInfo.Id = agentID(id)
+				}
+				return m.SubscribeAgent(ctx, Principal{Name: p}, &protocol.AgentCall{Type: protocol.AgentCall_SUBSCRIBE.Enum(), Subscribe: s})
+			}
+			subscribed := func(st *AgentStream, err error) string {
+				t.Helper()
+				if err != nil {
+					t.Fatal(err)
+				}
+				evs, _ := next(t, st.Ready(), st.Drain)
+				if evs[0].GetType() != protocol.AgentEvent_SUBSCRIBED {
+					t.Fatalf("got %v, want SUBSCRIBED", eventTypes(evs))
+				}
+				return evs[0].GetSubscribed().GetAgentId().GetValue()
+			}
+			victim := subscribed(sub(a.Master, "agent-1", "", "victim"))
+			unbound := subscribed(sub(a.Master, "", "", "anonymous"))
+
+			a.e.set(false, 2, "m-B:5060")
+			waitFor(t, "A deposed", func() bool { return !a.Snapshot().Elected })
+			b.elect(t, 2)
+
+			// The impostor is first at the new leader.
+			if _, err := sub(b.Master, "agent-2", victim, "evil"); status(err) != http.StatusForbidden ||
+				!strings.Contains(err.Error(), "registered as principal 'agent-1'; principal 'agent-2' may not act for it") {
+				t.Fatalf("impostor's SUBSCRIBE with the victim's ID after the failover: %v, want 403", err)
+			}
+			forged := &protocol.AgentCall{Type: protocol.AgentCall_STATUS_UPDATE.Enum(), AgentId: agentID(victim),
+				StatusUpdate: &protocol.AgentCall_StatusUpdate{FrameworkId: frameworkID("fw"),
+					Status: &mesos.TaskStatus{TaskId: &mesos.TaskID{Value: proto.String("t")}, State: mesos.TaskState_TASK_FINISHED.Enum()}}}
+			if err := b.AgentCall(ctx, Principal{Name: "agent-2"}, forged); status(err) != http.StatusForbidden {
+				t.Fatalf("impostor's status update for the victim's ID: %v, want 403", err)
+			}
+			s := b.Snapshot()
+			if s.Counters["master/authorization_denials"] != 2 || !strings.Contains(logs.String(), "agent impersonation refused") {
+				t.Fatalf("refusals counted %v, logged: %s", s.Counters["master/authorization_denials"], logs)
+			}
+			if len(s.Agents) != 0 || len(s.RecoveredAgents) != 2 {
+				t.Fatalf("the refusals changed the new leader: agents %d, still expected %v", len(s.Agents), s.RecoveredAgents)
+			}
+			if rr, ok := reg.(*ReplicatedRegistrar); ok {
+				info, err := rr.Registrar().Registry().Agent(victim)
+				if p := rr.Registrar().Registry().Principal(victim); err != nil || info.GetHostname() != "victim" || p != "agent-1" {
+					t.Fatalf("victim's registry entry after the refusals: %v %v bound to %q", info, err, p)
+				}
+			}
+
+			// The victim re-registers; the unbound entry binds to the
+			// first principal that registers it.
+			if got := subscribed(sub(b.Master, "agent-1", victim, "victim")); got != victim {
+				t.Fatalf("victim re-registered as %s", got)
+			}
+			subscribed(sub(b.Master, "agent-2", unbound, "anonymous"))
+			if _, err := sub(b.Master, "agent-1", unbound, "anonymous"); status(err) != http.StatusForbidden {
+				t.Fatalf("an entry bound on its first registration after the failover, presented by another principal: %v", err)
+			}
+			waitFor(t, "both agents registered with B", func() bool { return len(b.Snapshot().Agents) == 2 })
+
+			// A removed agent's binding goes with it: its ID is refused to
+			// every principal alike, with SHUTDOWN.
+			if err := b.MarkAgentGone(ctx, Principal{}, victim); err != nil {
+				t.Fatal(err)
+			}
+			st, err := sub(b.Master, "agent-2", victim, "evil")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if evs := drainEnded(t, st.Ready(), st.Drain); evs[0].GetType() != protocol.AgentEvent_SHUTDOWN {
+				t.Fatalf("the removed agent's ID presented by another principal got %v, want SHUTDOWN", eventTypes(evs))
+			}
+			if rr, ok := reg.(*ReplicatedRegistrar); ok && rr.Registrar().Registry().Principal(victim) != "" {
+				t.Fatal("the registry kept a removed agent's binding")
+			}
+		})
 	}
 }
 

@@ -88,7 +88,7 @@ func TestDeadlineHeapMatchesScan(t *testing.T) {
 				if h.s.agents[a.id] != nil {
 					sub := agentSub(h.s.agents[a.id].info.GetHostname(), "cpus:4;mem:512")
 					sub.AgentInfo.Id = agentID(a.id)
-					st, err := h.s.agentSubscribe(sub, h.now)
+					st, err := h.s.agentSubscribe(sub, "", h.now)
 					if err == nil {
 						h.settle()
 						a.st = st

@@ -292,7 +292,7 @@ func TestUnreachableAgentDrainsOnReturn(t *testing.T) {
 // killed again, and it then drains.
 func TestDrainSurvivesFailover(t *testing.T) {
 	h := newHarness(t)
-	h.reg.inner.Admit(&mesos.AgentInfo{Id: agentID("OLD-S1"), Hostname: proto.String("a")}, func(error) {})
+	h.reg.inner.Admit(&mesos.AgentInfo{Id: agentID("OLD-S1"), Hostname: proto.String("a")}, "", func(error) {})
 	h.reg.inner.UpdateDrain("OLD-S1", registrar.Drain{Deactivated: true, Info: &mesos.DrainInfo{
 		State: mesos.DrainState_DRAINING.Enum(), Config: graceCfg(2*time.Second, false)}}, func(error) {})
 	eventually(t, func() bool { return h.reg.inner.Drain("OLD-S1").Deactivated })

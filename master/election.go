@@ -62,6 +62,9 @@ type RecoveredRegistry struct {
 	// Drains are the drained and deactivated agents (admitted or
 	// unreachable) by agent ID.
 	Drains map[string]registrar.Drain
+	// Principals binds admitted and unreachable agents to the principal
+	// they registered as (agents without one are unbound).
+	Principals map[string]string
 }
 
 // ErrRegistryUnavailable wraps registrar failures that are not about the

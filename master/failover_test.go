@@ -254,7 +254,7 @@ func TestReregistrationReconcileCarriesFrameworks(t *testing.T) {
 	h.settle()
 	sub := agentSub("a", "cpus:2;mem:128")
 	sub.AgentInfo.Id = agentID(a.id)
-	st, err := h.s.agentSubscribe(sub, h.now)
+	st, err := h.s.agentSubscribe(sub, "", h.now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +295,7 @@ func TestReregistrationRemovesExecutorsTheAgentLost(t *testing.T) {
 	h.settle()
 	sub := agentSub("a", "cpus:2;mem:256")
 	sub.AgentInfo.Id = agentID(a.id)
-	if _, err := h.s.agentSubscribe(sub, h.now); err != nil {
+	if _, err := h.s.agentSubscribe(sub, "", h.now); err != nil {
 		t.Fatal(err)
 	}
 	h.settle()

@@ -157,17 +157,17 @@ func (h *heldRegistrar) release() {
 	}
 }
 
-func (h *heldRegistrar) Admit(info *mesos.AgentInfo, done func(error)) {
-	h.do(func(d func(error)) { h.inner.Admit(info, d) }, done)
+func (h *heldRegistrar) Admit(info *mesos.AgentInfo, principal string, done func(error)) {
+	h.do(func(d func(error)) { h.inner.Admit(info, principal, d) }, done)
 }
-func (h *heldRegistrar) Readmit(info *mesos.AgentInfo, done func(error)) {
-	h.do(func(d func(error)) { h.inner.Readmit(info, d) }, done)
+func (h *heldRegistrar) Readmit(info *mesos.AgentInfo, principal string, done func(error)) {
+	h.do(func(d func(error)) { h.inner.Readmit(info, principal, d) }, done)
 }
 func (h *heldRegistrar) MarkUnreachable(id string, at time.Time, done func(error)) {
 	h.do(func(d func(error)) { h.inner.MarkUnreachable(id, at, d) }, done)
 }
-func (h *heldRegistrar) MarkReachable(info *mesos.AgentInfo, done func(error)) {
-	h.do(func(d func(error)) { h.inner.MarkReachable(info, d) }, done)
+func (h *heldRegistrar) MarkReachable(info *mesos.AgentInfo, principal string, done func(error)) {
+	h.do(func(d func(error)) { h.inner.MarkReachable(info, principal, d) }, done)
 }
 func (h *heldRegistrar) Remove(id string, done func(error)) {
 	h.do(func(d func(error)) { h.inner.Remove(id, d) }, done)
@@ -334,7 +334,7 @@ func (h *harness) addAgent(host, res string) *fakeAgent {
 
 func (h *harness) agentSubscribe(sub *protocol.AgentCall_Subscribe) *fakeAgent {
 	h.t.Helper()
-	st, err := h.s.agentSubscribe(sub, h.now)
+	st, err := h.s.agentSubscribe(sub, "", h.now)
 	if err != nil {
 		h.t.Fatalf("agent subscribe: %v", err)
 	}

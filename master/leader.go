@@ -171,20 +171,20 @@ func (w *failureWatch) wrap(done func(error)) func(error) {
 	}
 }
 
-func (w *failureWatch) Admit(info *mesos.AgentInfo, done func(error)) {
-	w.Registrar.Admit(info, w.wrap(done))
+func (w *failureWatch) Admit(info *mesos.AgentInfo, principal string, done func(error)) {
+	w.Registrar.Admit(info, principal, w.wrap(done))
 }
 
-func (w *failureWatch) Readmit(info *mesos.AgentInfo, done func(error)) {
-	w.Registrar.Readmit(info, w.wrap(done))
+func (w *failureWatch) Readmit(info *mesos.AgentInfo, principal string, done func(error)) {
+	w.Registrar.Readmit(info, principal, w.wrap(done))
 }
 
 func (w *failureWatch) MarkUnreachable(id string, at time.Time, done func(error)) {
 	w.Registrar.MarkUnreachable(id, at, w.wrap(done))
 }
 
-func (w *failureWatch) MarkReachable(info *mesos.AgentInfo, done func(error)) {
-	w.Registrar.MarkReachable(info, w.wrap(done))
+func (w *failureWatch) MarkReachable(info *mesos.AgentInfo, principal string, done func(error)) {
+	w.Registrar.MarkReachable(info, principal, w.wrap(done))
 }
 
 func (w *failureWatch) Remove(id string, done func(error)) { w.Registrar.Remove(id, w.wrap(done)) }

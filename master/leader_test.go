@@ -384,12 +384,12 @@ type brokenStore struct {
 
 func (f *brokenStore) failing() bool { f.mu.Lock(); defer f.mu.Unlock(); return f.fail }
 
-func (f *brokenStore) Admit(info *mesos.AgentInfo, done func(error)) {
+func (f *brokenStore) Admit(info *mesos.AgentInfo, principal string, done func(error)) {
 	if f.failing() {
 		go done(ErrRegistryUnavailable)
 		return
 	}
-	f.MemoryRegistrar.Admit(info, done)
+	f.MemoryRegistrar.Admit(info, principal, done)
 }
 
 func (f *brokenStore) Recover(ctx context.Context, info *mesos.MasterInfo) (*RecoveredRegistry, error) {
@@ -468,7 +468,7 @@ func TestReconcileWaitsForReadmission(t *testing.T) {
 	h.reg.hold = true
 	sub := agentSub("h1", "cpus:1;mem:64")
 	sub.AgentInfo.Id = agentID("A1")
-	if _, err := h.s.agentSubscribe(sub, h.now); err != nil {
+	if _, err := h.s.agentSubscribe(sub, "", h.now); err != nil {
 		t.Fatal(err)
 	}
 	h.settle()

@@ -344,7 +344,7 @@ func TestOfferOperationTable(t *testing.T) {
 			ops: func(string) []*mesos.Offer_Operation {
 				return []*mesos.Offer_Operation{withID(unreserveOp(dynRes("cpus:1", "db", "alice")), "u")}
 			},
-			want: []string{"op u OPERATION_ERROR", `the reservation was made by principal "alice"; "bob" cannot unreserve it`, "total unchanged"},
+			want:    []string{"op u OPERATION_ERROR", `the reservation was made by principal "alice"; "bob" cannot unreserve it`, "total unchanged"},
 			wantNot: []string{"checkpoint"}},
 		{name: "grow and shrink a volume", agent: "disk:100", info: db,
 			setup: func(h *harness, a *fakeAgent) {
@@ -778,7 +778,7 @@ func TestAgentCheckpointedResourcesOnSubscribe(t *testing.T) {
 	h := newHarness(t)
 	bad := agentSub("a0", "cpus:1")
 	bad.CheckpointedResources = dynRes("cpus:2", "db", "")
-	_, err := h.s.agentSubscribe(bad, h.now)
+	_, err := h.s.agentSubscribe(bad, "", h.now)
 	if apiErr, ok := err.(*APIError); !ok || apiErr.Status != 400 || !strings.Contains(apiErr.Message, "cpus") ||
 		!strings.Contains(apiErr.Message, "checkpointed_resources") {
 		t.Fatalf("conflicting subscription: %v", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"sync"
 	"time"
@@ -29,18 +30,29 @@ var ErrAgentGone = errors.New("agent was removed from the registry")
 //
 // A later issue backs this with the Raft-replicated registry
 // (master/registrar); MemoryRegistrar is the in-process implementation.
+//
+// Admit, Readmit and MarkReachable take the principal the agent
+// authenticated as ("" if anonymous) and bind the agent ID to it in the
+// registry, so that every later leader refuses the ID to another
+// principal (api_agent.go). Readmit and MarkReachable of an ID bound to
+// another principal fail with registrar.ErrPrincipal; an unbound ID (an
+// anonymous registration, or an entry from before the registry recorded
+// principals) binds to the principal of its next registration.
 type Registrar interface {
-	// Admit records a newly registered agent (info.id set by the master).
-	Admit(info *mesos.AgentInfo, done func(error))
+	// Admit records a newly registered agent (info.id set by the master)
+	// bound to principal.
+	Admit(info *mesos.AgentInfo, principal string, done func(error))
 	// Readmit records an agent re-registering with an ID this master did
 	// not know (after a master failover). ErrAgentGone if it was removed.
-	Readmit(info *mesos.AgentInfo, done func(error))
-	// MarkUnreachable moves an admitted agent to the unreachable list.
+	Readmit(info *mesos.AgentInfo, principal string, done func(error))
+	// MarkUnreachable moves an admitted agent to the unreachable list; it
+	// stays bound to its principal.
 	MarkUnreachable(agentID string, at time.Time, done func(error))
 	// MarkReachable moves an unreachable agent back to the admitted list
 	// when it re-registers. ErrAgentGone if it was removed meanwhile.
-	MarkReachable(info *mesos.AgentInfo, done func(error))
-	// Remove marks the agent gone: it is never readmitted.
+	MarkReachable(info *mesos.AgentInfo, principal string, done func(error))
+	// Remove marks the agent gone: it is never readmitted, so its binding
+	// goes.
 	Remove(agentID string, done func(error))
 	// UpdateWeights records the listed roles' weights (other roles keep
 	// theirs). The master validated them; the registrar may still refuse.
@@ -67,6 +79,7 @@ type MemoryRegistrar struct {
 	master      *mesos.MasterInfo
 	maint       memoryMaintenance
 	drains      map[string]registrar.Drain
+	principals  map[string]string
 }
 
 var (
@@ -83,6 +96,7 @@ func NewMemoryRegistrar() *MemoryRegistrar {
 		weights:     map[string]float64{},
 		quotas:      map[string]*quotapb.QuotaConfig{},
 		drains:      map[string]registrar.Drain{},
+		principals:  map[string]string{},
 	}
 }
 
@@ -94,7 +108,7 @@ func (r *MemoryRegistrar) apply(done func(error), op func() error) {
 }
 
 // Admit implements Registrar.
-func (r *MemoryRegistrar) Admit(info *mesos.AgentInfo, done func(error)) {
+func (r *MemoryRegistrar) Admit(info *mesos.AgentInfo, principal string, done func(error)) {
 	id := info.GetId().GetValue()
 	info = proto.Clone(info).(*mesos.AgentInfo)
 	r.apply(done, func() error {
@@ -107,21 +121,33 @@ func (r *MemoryRegistrar) Admit(info *mesos.AgentInfo, done func(error)) {
 		if _, dup := r.admitted[id]; dup {
 			return fmt.Errorf("registrar: agent %s already admitted", id)
 		}
-		r.admitted[id] = info
+		r.admit(info, principal)
 		return nil
 	})
 }
 
+// admit records info bound to principal (if any).
+func (r *MemoryRegistrar) admit(info *mesos.AgentInfo, principal string) {
+	id := info.GetId().GetValue()
+	delete(r.unreachable, id)
+	r.admitted[id] = info
+	if principal != "" {
+		r.principals[id] = principal
+	}
+}
+
 // Readmit implements Registrar.
-func (r *MemoryRegistrar) Readmit(info *mesos.AgentInfo, done func(error)) {
+func (r *MemoryRegistrar) Readmit(info *mesos.AgentInfo, principal string, done func(error)) {
 	id := info.GetId().GetValue()
 	info = proto.Clone(info).(*mesos.AgentInfo)
 	r.apply(done, func() error {
 		if r.gone[id] {
 			return ErrAgentGone
 		}
-		delete(r.unreachable, id)
-		r.admitted[id] = info
+		if bound := r.principals[id]; bound != "" && bound != principal {
+			return fmt.Errorf("registrar: readmit agent %s as principal '%s': %w ('%s')", id, principal, registrar.ErrPrincipal, bound)
+		}
+		r.admit(info, principal)
 		return nil
 	})
 }
@@ -140,8 +166,8 @@ func (r *MemoryRegistrar) MarkUnreachable(agentID string, at time.Time, done fun
 
 // MarkReachable implements Registrar. In memory it is a readmission: the
 // agent leaves the unreachable set and is admitted again.
-func (r *MemoryRegistrar) MarkReachable(info *mesos.AgentInfo, done func(error)) {
-	r.Readmit(info, done)
+func (r *MemoryRegistrar) MarkReachable(info *mesos.AgentInfo, principal string, done func(error)) {
+	r.Readmit(info, principal, done)
 }
 
 // Remove implements Registrar.
@@ -150,6 +176,7 @@ func (r *MemoryRegistrar) Remove(agentID string, done func(error)) {
 		delete(r.admitted, agentID)
 		delete(r.unreachable, agentID)
 		delete(r.drains, agentID)
+		delete(r.principals, agentID)
 		r.gone[agentID] = true
 		return nil
 	})
@@ -271,6 +298,7 @@ func (r *MemoryRegistrar) Recover(ctx context.Context, info *mesos.MasterInfo) (
 	for id, d := range r.drains {
 		out.Drains[id] = d
 	}
+	out.Principals = maps.Clone(r.principals)
 	return out, nil
 }
 

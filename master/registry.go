@@ -56,7 +56,7 @@ func mapRegistrarError(err error) error {
 		return ErrAgentGone
 	case errors.Is(err, registrar.ErrEmptyRegistry):
 		return fmt.Errorf("%w: %v", ErrEmptyRegistry, err)
-	case errors.Is(err, registrar.ErrAlreadyAdmitted), errors.Is(err, registrar.ErrUnknownAgent),
+	case errors.Is(err, registrar.ErrAlreadyAdmitted), errors.Is(err, registrar.ErrUnknownAgent), errors.Is(err, registrar.ErrPrincipal),
 		errors.Is(err, registrar.ErrAlreadyUnreachable), errors.Is(err, registrar.ErrInvalid),
 		errors.Is(err, registrar.ErrMaintenance):
 		return err
@@ -65,13 +65,13 @@ func mapRegistrarError(err error) error {
 }
 
 // Admit implements Registrar.
-func (a *ReplicatedRegistrar) Admit(info *mesos.AgentInfo, done func(error)) {
-	a.submit(registrar.Admit(info), done)
+func (a *ReplicatedRegistrar) Admit(info *mesos.AgentInfo, principal string, done func(error)) {
+	a.submit(registrar.Admit(info, principal), done)
 }
 
 // Readmit implements Registrar.
-func (a *ReplicatedRegistrar) Readmit(info *mesos.AgentInfo, done func(error)) {
-	a.submit(registrar.Readmit(info), done)
+func (a *ReplicatedRegistrar) Readmit(info *mesos.AgentInfo, principal string, done func(error)) {
+	a.submit(registrar.Readmit(info, principal), done)
 }
 
 // MarkUnreachable implements Registrar.
@@ -80,8 +80,8 @@ func (a *ReplicatedRegistrar) MarkUnreachable(agentID string, at time.Time, done
 }
 
 // MarkReachable implements Registrar.
-func (a *ReplicatedRegistrar) MarkReachable(info *mesos.AgentInfo, done func(error)) {
-	a.submit(registrar.MarkReachable(info), done)
+func (a *ReplicatedRegistrar) MarkReachable(info *mesos.AgentInfo, principal string, done func(error)) {
+	a.submit(registrar.MarkReachable(info, principal), done)
 }
 
 // Remove implements Registrar.
@@ -101,7 +101,8 @@ func (a *ReplicatedRegistrar) UpdateQuota(configs []*quotapb.QuotaConfig, done f
 
 // Recover implements Recoverer: registrar.Recover (a barrier, the strict
 // check, info committed as the leading master), then the registry's
-// content. Agent infos stay encoded in the registry; only IDs are read.
+// content. Agent infos stay encoded in the registry; only IDs (and the
+// principals they are bound to) are read.
 func (a *ReplicatedRegistrar) Recover(ctx context.Context, info *mesos.MasterInfo) (*RecoveredRegistry, error) {
 	reg, err := a.r.Recover(ctx, info)
 	if err != nil {
@@ -123,5 +124,6 @@ func (a *ReplicatedRegistrar) Recover(ctx context.Context, info *mesos.MasterInf
 	out.Schedule = cloneSchedule(reg.Schedule())
 	out.Down = reg.DownMachines()
 	out.Drains = reg.Drains()
+	out.Principals = reg.Principals()
 	return out, nil
 }

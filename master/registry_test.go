@@ -36,7 +36,7 @@ func TestReplicatedRegistrarOperations(t *testing.T) {
 		return &mesos.AgentInfo{Id: agentID(id), Hostname: proto.String("h-" + id)}
 	}
 	// Before Recover nothing is written: the master must step down.
-	if err := apply(func(d func(error)) { a.Admit(info("x"), d) }); !errors.Is(err, ErrRegistryUnavailable) {
+	if err := apply(func(d func(error)) { a.Admit(info("x"), "", d) }); !errors.Is(err, ErrRegistryUnavailable) {
 		t.Fatalf("write before recovery: %v, want ErrRegistryUnavailable", err)
 	}
 	rec, err := a.Recover(context.Background(), masterInfo(Config{ID: "M", IP: "127.0.0.1", Port: 5050}))
@@ -49,15 +49,18 @@ func TestReplicatedRegistrarOperations(t *testing.T) {
 		op   func(done func(error))
 		want error // nil, ErrAgentGone, or a registrar error matched with errors.Is
 	}{
-		{"admit a1", func(d func(error)) { a.Admit(info("a1"), d) }, nil},
-		{"admit a2", func(d func(error)) { a.Admit(info("a2"), d) }, nil},
-		{"admit a3", func(d func(error)) { a.Admit(info("a3"), d) }, nil},
-		{"admit a1 again", func(d func(error)) { a.Admit(info("a1"), d) }, registrar.ErrAlreadyAdmitted},
+		{"admit a1", func(d func(error)) { a.Admit(info("a1"), "agent-1", d) }, nil},
+		{"admit a2", func(d func(error)) { a.Admit(info("a2"), "", d) }, nil},
+		{"admit a3", func(d func(error)) { a.Admit(info("a3"), "", d) }, nil},
+		{"admit a1 again", func(d func(error)) { a.Admit(info("a1"), "", d) }, registrar.ErrAlreadyAdmitted},
+		// Refused, not a registry failure: the master must not step down.
+		{"a1 readmit as another principal", func(d func(error)) { a.Readmit(info("a1"), "agent-2", d) }, registrar.ErrPrincipal},
+		{"a1 readmit as itself", func(d func(error)) { a.Readmit(info("a1"), "agent-1", d) }, nil},
 		{"a2 unreachable", func(d func(error)) { a.MarkUnreachable("a2", at, d) }, nil},
 		{"a2 unreachable again", func(d func(error)) { a.MarkUnreachable("a2", at, d) }, registrar.ErrAlreadyUnreachable},
 		{"a3 removed", func(d func(error)) { a.Remove("a3", d) }, nil},
-		{"a3 readmit", func(d func(error)) { a.Readmit(info("a3"), d) }, ErrAgentGone},
-		{"a3 reachable", func(d func(error)) { a.MarkReachable(info("a3"), d) }, ErrAgentGone},
+		{"a3 readmit", func(d func(error)) { a.Readmit(info("a3"), "", d) }, ErrAgentGone},
+		{"a3 reachable", func(d func(error)) { a.MarkReachable(info("a3"), "", d) }, ErrAgentGone},
 		{"weights", func(d func(error)) {
 			a.UpdateWeights([]*mesos.WeightInfo{{Role: proto.String("web"), Weight: proto.Float64(2.5)}}, d)
 		}, nil},
@@ -79,8 +82,8 @@ func TestReplicatedRegistrarOperations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rec.Agents) != 1 || rec.Agents[0] != "a1" {
-		t.Errorf("admitted %v, want [a1]", rec.Agents)
+	if len(rec.Agents) != 1 || rec.Agents[0] != "a1" || len(rec.Principals) != 1 || rec.Principals["a1"] != "agent-1" {
+		t.Errorf("admitted %v bound %v, want [a1] bound to agent-1", rec.Agents, rec.Principals)
 	}
 	if u, ok := rec.Unreachable["a2"]; !ok || !u.Equal(at) {
 		t.Errorf("unreachable %v, want a2 at %v", rec.Unreachable, at)

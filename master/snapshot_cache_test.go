@@ -146,7 +146,7 @@ func TestCachedAgentViewTracksChanges(t *testing.T) {
 	check("a disconnected")
 	sub := agentSub("a", "cpus:4;mem:2048")
 	sub.AgentInfo.Id = agentID(a.id)
-	if _, err := h.s.agentSubscribe(sub, h.now); err != nil {
+	if _, err := h.s.agentSubscribe(sub, "", h.now); err != nil {
 		t.Fatal(err)
 	}
 	h.settle()

@@ -90,9 +90,13 @@ type state struct {
 	// readmitting counts, by agent ID, re-admissions in flight.
 	admitting   map[*AgentStream]bool
 	readmitting map[string]int
-	// agentPrincipals binds each agent ID this master has seen to the
-	// principal it registered with (api_agent.go): another principal may
-	// not act for it. Soft state, learnt again after a failover.
+	// agentPrincipals binds agent IDs to the principal they registered
+	// with (api_agent.go): another principal may not act for them. Loaded
+	// from the registry on election (which records every authenticated
+	// registration, so a new leader refuses an impostor before the agent
+	// is back); an ID the registry holds unbound binds on its next
+	// registration, held here from the SUBSCRIBE on. Gone agents' bindings
+	// are dropped: their IDs are refused to everyone.
 	agentPrincipals map[string]string
 	// undelivered holds, by framework ID, the agents whose status updates
 	// for it could not be forwarded (the framework was not subscribed to

@@ -42,12 +42,14 @@ func (s *state) agentErrorEvent(msg string) *protocol.AgentEvent {
 	return ev
 }
 
-// agentSubscribe handles an agent's SUBSCRIBE: registration of a new agent
-// (Registrar.Admit), re-registration of a known one (no registrar write),
-// re-admission of an agent this master does not know (Readmit, after a
-// master failover) or that was unreachable (MarkReachable). A removed agent
-// gets SHUTDOWN: it may never come back under its old ID.
-func (s *state) agentSubscribe(sub *protocol.AgentCall_Subscribe, now time.Time) (*AgentStream, error) {
+// agentSubscribe handles an agent's SUBSCRIBE as principal (already
+// checked against the ID's binding, api_agent.go): registration of a new
+// agent (Registrar.Admit), re-registration of a known one (no registrar
+// write), re-admission of an agent this master does not know (Readmit,
+// after a master failover) or that was unreachable (MarkReachable). The
+// registrar writes bind the agent ID to principal. A removed agent gets
+// SHUTDOWN: it may never come back under its old ID.
+func (s *state) agentSubscribe(sub *protocol.AgentCall_Subscribe, principal string, now time.Time) (*AgentStream, error) {
 	s.countAgentSubscribe(sub.GetAgentInfo())
 	if sub == nil || sub.GetAgentInfo() == nil {
 		return nil, badRequest("Expecting 'subscribe.agent_info' to be present")
@@ -83,7 +85,7 @@ func (s *state) agentSubscribe(sub *protocol.AgentCall_Subscribe, now time.Time)
 		info.Id = agentID(id)
 		st.agentID = id
 		s.admitting[st] = true
-		s.reg.Admit(info, func(err error) {
+		s.reg.Admit(info, principal, func(err error) {
 			s.post(func(s *state, now time.Time) { s.admitted(st, sub, err, false, now) })
 		})
 	case s.gone[id]:
@@ -115,9 +117,9 @@ func (s *state) agentSubscribe(sub *protocol.AgentCall_Subscribe, now time.Time)
 			})
 		}
 		if s.unreachable[id] != nil {
-			s.reg.MarkReachable(info, done)
+			s.reg.MarkReachable(info, principal, done)
 		} else {
-			s.reg.Readmit(info, done)
+			s.reg.Readmit(info, principal, done)
 		}
 	}
 	return st, nil
@@ -130,7 +132,7 @@ func (s *state) admitted(st *AgentStream, sub *protocol.AgentCall_Subscribe, err
 	info := sub.GetAgentInfo()
 	id := info.GetId().GetValue()
 	if errors.Is(err, ErrAgentGone) {
-		s.gone[id] = true
+		s.markGone(id)
 		delete(s.unreachable, id)
 		s.endStream(st, s.shutdownEvent(fmt.Sprintf("Agent %s was removed from the cluster and may not re-register under this ID", id)))
 		s.dirty = true
@@ -565,11 +567,19 @@ func (s *state) removeAgent(a *agent, reason string) {
 				}
 				return mesos.TaskState_TASK_LOST
 			}, fmt.Sprintf("Agent %s (%s) removed: %s", a.id, a.info.GetHostname(), reason), now, now)
-			s.gone[a.id] = true
-			s.forgetDrain(a.id)
+			s.markGone(a.id)
 			s.count("master/slave_removals/reason_unregistered")
 		})
 	})
+}
+
+// markGone notes that the registry removed agent id for good: its ID is
+// refused to everyone from now on, so its drain entry and its principal
+// binding go, as they went from the registry with it.
+func (s *state) markGone(id string) {
+	s.gone[id] = true
+	s.forgetDrain(id)
+	delete(s.agentPrincipals, id)
 }
 
 // agentCall applies a non-SUBSCRIBE agent-protocol call.

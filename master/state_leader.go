@@ -22,7 +22,8 @@ import (
 // a master elected again never reissues an ID.
 
 // elect makes a non-leading state lead with epoch and the recovered
-// registry: unreachable and gone agents, weights and quota are loaded;
+// registry: unreachable and gone agents, the agents' principal bindings,
+// weights and quota are loaded;
 // admitted agents are expected to re-register within
 // AgentReregisterTimeout, after which they are marked unreachable.
 func (s *state) elect(rec *RecoveredRegistry, epoch uint64, now time.Time) {
@@ -42,6 +43,9 @@ func (s *state) elect(rec *RecoveredRegistry, epoch uint64, now time.Time) {
 	}
 	for id := range rec.Gone {
 		s.gone[id] = true
+	}
+	for id, p := range rec.Principals {
+		s.agentPrincipals[id] = p
 	}
 	s.loadDrains(rec.Drains)
 	if len(s.recovered) > 0 {
@@ -327,8 +331,7 @@ func (s *state) markAgentGone(id string, finish func(error)) {
 					return mesos.TaskState_TASK_LOST
 				},
 					fmt.Sprintf("Agent %s (%s) was marked gone by the operator", id, a.info.GetHostname()), now, now)
-				s.gone[id] = true
-				s.forgetDrain(id)
+				s.markGone(id)
 				s.dirty = true
 				finish(nil)
 			})
@@ -351,8 +354,7 @@ func (s *state) markAgentGone(id string, finish func(error)) {
 						}
 					}
 				}
-				s.gone[id] = true
-				s.forgetDrain(id)
+				s.markGone(id)
 				s.dirty = true
 				finish(nil)
 			})

@@ -428,8 +428,7 @@ func (s *state) shutDownForMaintenance(a *agent, done func(error)) {
 				}
 				return mesos.TaskState_TASK_LOST
 			}, fmt.Sprintf("Agent %s (%s) removed: Operator initiated 'Machine DOWN'", a.id, a.info.GetHostname()), now, now)
-			s.gone[a.id] = true
-			s.forgetDrain(a.id) // the registry dropped its drain with it
+			s.markGone(a.id) // the registry dropped its drain and binding with it
 			s.count("master/slave_removals/reason_unregistered")
 			s.dirty = true
 			done(nil)

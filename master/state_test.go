@@ -717,7 +717,7 @@ func TestAgentDisconnect(t *testing.T) {
 	}
 	sub := agentSub("a", "cpus:1;mem:64")
 	sub.AgentInfo.Id = agentID(a.id)
-	st, err := h.s.agentSubscribe(sub, h.now)
+	st, err := h.s.agentSubscribe(sub, "", h.now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -748,7 +748,7 @@ func TestRemovedAgentGetsShutdown(t *testing.T) {
 	}
 	sub := agentSub("a", "cpus:1;mem:64")
 	sub.AgentInfo.Id = agentID(a.id)
-	st, err := h.s.agentSubscribe(sub, h.now)
+	st, err := h.s.agentSubscribe(sub, "", h.now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -760,7 +760,7 @@ func TestRemovedAgentGetsShutdown(t *testing.T) {
 	h2 := newHarness(t)
 	h2.reg = &heldRegistrar{inner: h.reg.inner}
 	h2.s.reg = h2.reg
-	st2, _ := h2.s.agentSubscribe(sub, h2.now)
+	st2, _ := h2.s.agentSubscribe(sub, "", h2.now)
 	h2.settle()
 	if evs, ended := st2.Drain(); !ended || len(evs) != 1 || evs[0].GetType() != protocol.AgentEvent_SHUTDOWN {
 		t.Fatalf("after failover got %v", eventTypes(evs))

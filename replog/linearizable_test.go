@@ -447,13 +447,13 @@ func (c *linCluster) operation(in regOp) registrar.Operation {
 	info := &mesos.AgentInfo{Id: &mesos.AgentID{Value: proto.String(id)}, Hostname: proto.String(id), Port: proto.Int32(5051)}
 	switch in.kind {
 	case opAdmit:
-		return registrar.Admit(info)
+		return registrar.Admit(info, "")
 	case opReadmit:
-		return registrar.Readmit(info)
+		return registrar.Readmit(info, "")
 	case opMarkUnreachable:
 		return registrar.MarkUnreachable(id, time.Unix(1, 0))
 	case opMarkReachable:
-		return registrar.MarkReachable(info)
+		return registrar.MarkReachable(info, "")
 	case opRemove:
 		return registrar.Remove(id, time.Unix(2, 0))
 	default:

@@ -111,7 +111,7 @@ func TestSingleNodeRestart(t *testing.T) {
 	const agents = 500
 	errs := make(chan error, agents)
 	for i := range agents {
-		go func() { errs <- r.Apply(c, registrar.Admit(agentInfo(i))) }()
+		go func() { errs <- r.Apply(c, registrar.Admit(agentInfo(i), "")) }()
 	}
 	for range agents {
 		if err := <-errs; err != nil {
@@ -161,7 +161,7 @@ func TestSingleNodeRestart(t *testing.T) {
 	if !proto.Equal(want, got) {
 		t.Fatal("recovered registry differs from the one written")
 	}
-	if err := r2.Apply(c, registrar.Readmit(agentInfo(2))); !errors.Is(err, registrar.ErrGone) {
+	if err := r2.Apply(c, registrar.Readmit(agentInfo(2), "")); !errors.Is(err, registrar.ErrGone) {
 		t.Fatalf("readmit of a removed agent after restart = %v, want ErrGone", err)
 	}
 }
@@ -199,7 +199,7 @@ func TestCluster(t *testing.T) {
 	}
 	term := lead.log.Term()
 	for i := range 20 {
-		if err := r.Apply(c, registrar.Admit(agentInfo(i))); err != nil {
+		if err := r.Apply(c, registrar.Admit(agentInfo(i), "")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -243,7 +243,7 @@ func TestCluster(t *testing.T) {
 	if reg.NumAgents() != 20 || reg.Master().GetId() != next.log.ID() {
 		t.Fatalf("new leader recovered %d agents, master %q", reg.NumAgents(), reg.Master().GetId())
 	}
-	if err := r2.Apply(c, registrar.Admit(agentInfo(100))); err != nil {
+	if err := r2.Apply(c, registrar.Admit(agentInfo(100), "")); err != nil {
 		t.Fatalf("write through the new leader: %v", err)
 	}
 	for _, n := range rest {
@@ -281,7 +281,7 @@ func TestSnapshotCompaction(t *testing.T) {
 				info.Attributes = []*mesos.Attribute{{Name: proto.String("noise"), Type: mesos.Value_TEXT.Enum(),
 					Text: &mesos.Value_Text{Value: proto.String(base64.StdEncoding.EncodeToString(noise))}}}
 			}
-			op := registrar.Readmit(info)
+			op := registrar.Readmit(info, "")
 			go func() { errs <- r.Apply(c, op) }()
 		}
 		for range agents {
@@ -346,7 +346,7 @@ func TestDiskFailure(t *testing.T) {
 		t.Fatal("LeaderCh does not report leadership")
 	}
 	n.log.bolt.Close() // the disk goes away underneath
-	err := r.Apply(c, registrar.Admit(agentInfo(1)))
+	err := r.Apply(c, registrar.Admit(agentInfo(1), ""))
 	if err == nil {
 		t.Fatal("Apply succeeded on a closed store")
 	}
@@ -367,7 +367,7 @@ func TestDiskFailure(t *testing.T) {
 			return false
 		}
 	})
-	if err := r.Apply(c, registrar.Admit(agentInfo(2))); err == nil {
+	if err := r.Apply(c, registrar.Admit(agentInfo(2), "")); err == nil {
 		t.Fatal("Apply after the failure succeeded")
 	}
 	if err := n.log.Append(c, []byte{1}); !errors.Is(err, ErrClosed) {

@@ -70,7 +70,7 @@ func TestClusterOverTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 5 {
-		if err := r.Apply(c, registrar.Admit(agentInfo(i))); err != nil {
+		if err := r.Apply(c, registrar.Admit(agentInfo(i), "")); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,9 +1,9 @@
 // The registry: the master's small, replicated, authoritative state.
 //
-// It holds the leading master's info, the admitted agents, the unreachable
-// agents with the time they became so, the gone (removed) agents, role
-// weights, quota configurations and the maintenance schedule. Frameworks and
-// tasks are not here: they are soft state, rebuilt after a failover from
+// It holds the leading master's info, the admitted agents (with the
+// principal each is bound to), the unreachable agents with the time they
+// became so, the gone (removed) agents, role weights, quota configurations
+// and the maintenance schedule. Frameworks and tasks are not here: they are soft state, rebuilt after a failover from
 // re-registering agents and re-subscribing schedulers.
 //
 // Storage: the replicated log (replog) stores Batch messages, one per log
@@ -241,8 +241,14 @@ func (x *AgentDrain) GetDrainInfo() *mesos.DrainInfo {
 
 // Agent is an admitted agent.
 type Agent struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Info          *mesos.AgentInfo       `protobuf:"bytes,1,req,name=info" json:"info,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Info  *mesos.AgentInfo       `protobuf:"bytes,1,req,name=info" json:"info,omitempty"`
+	// The principal the agent authenticated as when it registered
+	// (--authenticate_agents): every leader refuses the agent's ID to any
+	// other principal. Absent for an agent that registered anonymously, or
+	// before registries recorded principals; such an entry binds to the
+	// principal of its next registration.
+	Principal     *string `protobuf:"bytes,2,opt,name=principal" json:"principal,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -284,6 +290,13 @@ func (x *Agent) GetInfo() *mesos.AgentInfo {
 	return nil
 }
 
+func (x *Agent) GetPrincipal() string {
+	if x != nil && x.Principal != nil {
+		return *x.Principal
+	}
+	return ""
+}
+
 // UnreachableAgent is an agent the master lost contact with.
 type UnreachableAgent struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -291,7 +304,9 @@ type UnreachableAgent struct {
 	// When it was marked unreachable.
 	Timestamp *mesos.TimeInfo `protobuf:"bytes,2,req,name=timestamp" json:"timestamp,omitempty"`
 	// Its last known info, for reporting; absent if it was never known.
-	Info          *mesos.AgentInfo `protobuf:"bytes,3,opt,name=info" json:"info,omitempty"`
+	Info *mesos.AgentInfo `protobuf:"bytes,3,opt,name=info" json:"info,omitempty"`
+	// The principal it is bound to, as Agent.principal.
+	Principal     *string `protobuf:"bytes,4,opt,name=principal" json:"principal,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -347,7 +362,15 @@ func (x *UnreachableAgent) GetInfo() *mesos.AgentInfo {
 	return nil
 }
 
-// GoneAgent is an agent removed from the cluster.
+func (x *UnreachableAgent) GetPrincipal() string {
+	if x != nil && x.Principal != nil {
+		return *x.Principal
+	}
+	return ""
+}
+
+// GoneAgent is an agent removed from the cluster. It keeps no principal:
+// its ID is never readmitted, whoever presents it.
 type GoneAgent struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Id    *mesos.AgentID         `protobuf:"bytes,1,req,name=id" json:"id,omitempty"`
@@ -752,10 +775,13 @@ func (x *Operation_SetMaster) GetInfo() *mesos.MasterInfo {
 	return nil
 }
 
-// AdmitAgent admits a newly registered agent under a new ID.
+// AdmitAgent admits a newly registered agent under a new ID, bound to
+// principal if set.
 type Operation_AdmitAgent struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Info          *mesos.AgentInfo       `protobuf:"bytes,1,req,name=info" json:"info,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Info  *mesos.AgentInfo       `protobuf:"bytes,1,req,name=info" json:"info,omitempty"`
+	// The principal the agent authenticated as; absent if anonymous.
+	Principal     *string `protobuf:"bytes,2,opt,name=principal" json:"principal,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -797,11 +823,20 @@ func (x *Operation_AdmitAgent) GetInfo() *mesos.AgentInfo {
 	return nil
 }
 
+func (x *Operation_AdmitAgent) GetPrincipal() string {
+	if x != nil && x.Principal != nil {
+		return *x.Principal
+	}
+	return ""
+}
+
 // ReadmitAgent admits an agent re-registering with an ID it already had
-// (after a master failover), replacing its info.
+// (after a master failover), replacing its info. An ID bound to another
+// principal is refused; an unbound one binds to principal if set.
 type Operation_ReadmitAgent struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Info          *mesos.AgentInfo       `protobuf:"bytes,1,req,name=info" json:"info,omitempty"`
+	Principal     *string                `protobuf:"bytes,2,opt,name=principal" json:"principal,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -841,6 +876,13 @@ func (x *Operation_ReadmitAgent) GetInfo() *mesos.AgentInfo {
 		return x.Info
 	}
 	return nil
+}
+
+func (x *Operation_ReadmitAgent) GetPrincipal() string {
+	if x != nil && x.Principal != nil {
+		return *x.Principal
+	}
+	return ""
 }
 
 // MarkUnreachable moves an admitted agent to the unreachable list.
@@ -896,10 +938,12 @@ func (x *Operation_MarkUnreachable) GetTimestamp() *mesos.TimeInfo {
 	return nil
 }
 
-// MarkReachable moves an unreachable agent back to the admitted list.
+// MarkReachable moves an unreachable agent back to the admitted list;
+// principal as ReadmitAgent's.
 type Operation_MarkReachable struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Info          *mesos.AgentInfo       `protobuf:"bytes,1,req,name=info" json:"info,omitempty"`
+	Principal     *string                `protobuf:"bytes,2,opt,name=principal" json:"principal,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -939,6 +983,13 @@ func (x *Operation_MarkReachable) GetInfo() *mesos.AgentInfo {
 		return x.Info
 	}
 	return nil
+}
+
+func (x *Operation_MarkReachable) GetPrincipal() string {
+	if x != nil && x.Principal != nil {
+		return *x.Principal
+	}
+	return ""
 }
 
 // RemoveAgent marks an agent gone.
@@ -1344,20 +1395,22 @@ const file_mezzo_registry_v1_registry_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x02(\v2\x11.mesos.v1.AgentIDR\x02id\x12 \n" +
 	"\vdeactivated\x18\x02 \x01(\bR\vdeactivated\x122\n" +
 	"\n" +
-	"drain_info\x18\x03 \x01(\v2\x13.mesos.v1.DrainInfoR\tdrainInfo\"0\n" +
+	"drain_info\x18\x03 \x01(\v2\x13.mesos.v1.DrainInfoR\tdrainInfo\"N\n" +
 	"\x05Agent\x12'\n" +
-	"\x04info\x18\x01 \x02(\v2\x13.mesos.v1.AgentInfoR\x04info\"\x90\x01\n" +
+	"\x04info\x18\x01 \x02(\v2\x13.mesos.v1.AgentInfoR\x04info\x12\x1c\n" +
+	"\tprincipal\x18\x02 \x01(\tR\tprincipal\"\xae\x01\n" +
 	"\x10UnreachableAgent\x12!\n" +
 	"\x02id\x18\x01 \x02(\v2\x11.mesos.v1.AgentIDR\x02id\x120\n" +
 	"\ttimestamp\x18\x02 \x02(\v2\x12.mesos.v1.TimeInfoR\ttimestamp\x12'\n" +
-	"\x04info\x18\x03 \x01(\v2\x13.mesos.v1.AgentInfoR\x04info\"`\n" +
+	"\x04info\x18\x03 \x01(\v2\x13.mesos.v1.AgentInfoR\x04info\x12\x1c\n" +
+	"\tprincipal\x18\x04 \x01(\tR\tprincipal\"`\n" +
 	"\tGoneAgent\x12!\n" +
 	"\x02id\x18\x01 \x02(\v2\x11.mesos.v1.AgentIDR\x02id\x120\n" +
 	"\ttimestamp\x18\x02 \x02(\v2\x12.mesos.v1.TimeInfoR\ttimestamp\"E\n" +
 	"\x05Batch\x12<\n" +
 	"\n" +
 	"operations\x18\x01 \x03(\v2\x1c.mezzo.registry.v1.OperationR\n" +
-	"operations\"\xca\x0f\n" +
+	"operations\"\xa4\x10\n" +
 	"\tOperation\x12G\n" +
 	"\n" +
 	"set_master\x18\x01 \x01(\v2&.mezzo.registry.v1.Operation.SetMasterH\x00R\tsetMaster\x12?\n" +
@@ -1375,17 +1428,20 @@ const file_mezzo_registry_v1_registry_proto_rawDesc = "" +
 	"\x10stop_maintenance\x18\f \x01(\v2,.mezzo.registry.v1.Operation.StopMaintenanceH\x00R\x0fstopMaintenance\x12M\n" +
 	"\fupdate_drain\x18\x14 \x01(\v2(.mezzo.registry.v1.Operation.UpdateDrainH\x00R\vupdateDrain\x1a5\n" +
 	"\tSetMaster\x12(\n" +
-	"\x04info\x18\x01 \x02(\v2\x14.mesos.v1.MasterInfoR\x04info\x1a5\n" +
+	"\x04info\x18\x01 \x02(\v2\x14.mesos.v1.MasterInfoR\x04info\x1aS\n" +
 	"\n" +
 	"AdmitAgent\x12'\n" +
-	"\x04info\x18\x01 \x02(\v2\x13.mesos.v1.AgentInfoR\x04info\x1a7\n" +
+	"\x04info\x18\x01 \x02(\v2\x13.mesos.v1.AgentInfoR\x04info\x12\x1c\n" +
+	"\tprincipal\x18\x02 \x01(\tR\tprincipal\x1aU\n" +
 	"\fReadmitAgent\x12'\n" +
-	"\x04info\x18\x01 \x02(\v2\x13.mesos.v1.AgentInfoR\x04info\x1af\n" +
+	"\x04info\x18\x01 \x02(\v2\x13.mesos.v1.AgentInfoR\x04info\x12\x1c\n" +
+	"\tprincipal\x18\x02 \x01(\tR\tprincipal\x1af\n" +
 	"\x0fMarkUnreachable\x12!\n" +
 	"\x02id\x18\x01 \x02(\v2\x11.mesos.v1.AgentIDR\x02id\x120\n" +
-	"\ttimestamp\x18\x02 \x02(\v2\x12.mesos.v1.TimeInfoR\ttimestamp\x1a8\n" +
+	"\ttimestamp\x18\x02 \x02(\v2\x12.mesos.v1.TimeInfoR\ttimestamp\x1aV\n" +
 	"\rMarkReachable\x12'\n" +
-	"\x04info\x18\x01 \x02(\v2\x13.mesos.v1.AgentInfoR\x04info\x1ab\n" +
+	"\x04info\x18\x01 \x02(\v2\x13.mesos.v1.AgentInfoR\x04info\x12\x1c\n" +
+	"\tprincipal\x18\x02 \x01(\tR\tprincipal\x1ab\n" +
 	"\vRemoveAgent\x12!\n" +
 	"\x02id\x18\x01 \x02(\v2\x11.mesos.v1.AgentIDR\x02id\x120\n" +
 	"\ttimestamp\x18\x02 \x02(\v2\x12.mesos.v1.TimeInfoR\ttimestamp\x1ac\n" +

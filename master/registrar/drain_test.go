@@ -41,7 +41,7 @@ func TestUpdateDrainValidation(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			r, _, m := newRecovered(t, Config{})
-			for _, op := range []Operation{Admit(agent("a")), Admit(agent("u")), Admit(agent("g")), MarkUnreachable("u", t0), Remove("g", t0)} {
+			for _, op := range []Operation{Admit(agent("a"), ""), Admit(agent("u"), ""), Admit(agent("g"), ""), MarkUnreachable("u", t0), Remove("g", t0)} {
 				if err := r.Apply(ctx(t), op); err != nil {
 					t.Fatal(err)
 				}
@@ -76,7 +76,7 @@ func TestDrainSurvivesSnapshotAndEndsWithAgent(t *testing.T) {
 	c := ctx(t)
 	drained := drainInfo(mesos.DrainState_DRAINED, 5*time.Second, true)
 	for _, op := range []Operation{
-		Admit(agent("a")), Admit(agent("b")), Admit(agent("c")),
+		Admit(agent("a"), ""), Admit(agent("b"), ""), Admit(agent("c"), ""),
 		UpdateDrain("a", Drain{Deactivated: true, Info: drained}),
 		UpdateDrain("b", Drain{Deactivated: true}),
 		UpdateDrain("c", Drain{Deactivated: true}),
@@ -86,15 +86,7 @@ func TestDrainSurvivesSnapshotAndEndsWithAgent(t *testing.T) {
 			t.Fatalf("%s: %v", op, err)
 		}
 	}
-	var snap bytesBuffer
-	write, _ := m.Snapshot()
-	if err := write(&snap); err != nil {
-		t.Fatal(err)
-	}
-	m2 := NewMachine()
-	if err := m2.Restore(&snap); err != nil {
-		t.Fatal(err)
-	}
+	r2, m2 := restored(t, m)
 	got := m2.Registry().Drains()
 	if len(got) != 3 || !proto.Equal(got["a"].Info, drained) || !got["a"].Deactivated || !got["b"].Deactivated || got["b"].Info != nil {
 		t.Fatalf("restored drains = %+v", got)
@@ -102,12 +94,7 @@ func TestDrainSurvivesSnapshotAndEndsWithAgent(t *testing.T) {
 	if p := protoOf(t, m2.Registry()); len(p.GetDrains()) != 3 || p.GetDrains()[0].GetId().GetValue() != "a" {
 		t.Fatalf("registry proto drains = %v", p.GetDrains())
 	}
-	r2, _ := New(Config{Store: NewMemoryStore(m2), Machine: m2})
-	defer r2.Close()
-	if _, err := r2.Recover(c, testMaster()); err != nil {
-		t.Fatal(err)
-	}
-	for _, op := range []Operation{MarkReachable(agent("a")), Remove("b", t0), Prune([]string{"c"}, nil)} {
+	for _, op := range []Operation{MarkReachable(agent("a"), ""), Remove("b", t0), Prune([]string{"c"}, nil)} {
 		if err := r2.Apply(c, op); err != nil {
 			t.Fatalf("%s: %v", op, err)
 		}

@@ -9,6 +9,10 @@ var (
 	// ErrGone: the agent was removed from the registry. A removed agent is
 	// never readmitted under its old ID; it must register anew (a new ID).
 	ErrGone = errors.New("agent was removed from the registry; a removed agent must register anew with a new agent ID")
+	// ErrPrincipal: Readmit or MarkReachable of an agent ID bound to another
+	// principal (the one it registered with): one agent may not take over
+	// another's ID.
+	ErrPrincipal = errors.New("agent ID is bound to another principal")
 	// ErrAlreadyAdmitted: Admit of an ID the registry already holds.
 	ErrAlreadyAdmitted = errors.New("agent already in the registry")
 	// ErrUnknownAgent: the operation names an agent the registry does not hold.

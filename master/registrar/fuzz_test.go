@@ -11,7 +11,8 @@ import (
 
 func seedEntries() [][]byte {
 	var b []byte
-	for _, op := range []Operation{Admit(agent("a")), MarkUnreachable("a", t0), Remove("a", t0), UpdateWeights(nil)} {
+	for _, op := range []Operation{Admit(agent("a"), ""), Admit(agent("b"), "p"), MarkUnreachable("b", t0), MarkReachable(agent("b"), "q"),
+		MarkUnreachable("a", t0), Remove("a", t0), UpdateWeights(nil)} {
 		b = appendOp(b, op.enc)
 	}
 	big := b

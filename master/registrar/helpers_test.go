@@ -1,6 +1,7 @@
 package registrar
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"sync"
@@ -103,6 +104,38 @@ func newRecovered(t *testing.T, cfg Config) (*Registrar, *gatedStore, *Machine) 
 		t.Fatalf("Recover: %v", err)
 	}
 	return r, st, m
+}
+
+// restoredMachine returns a machine restored from a snapshot of m, as a
+// new leader's replica installs it.
+func restoredMachine(t *testing.T, m *Machine) *Machine {
+	t.Helper()
+	var snap bytes.Buffer
+	write, _ := m.Snapshot()
+	if err := write(&snap); err != nil {
+		t.Fatal(err)
+	}
+	m2 := NewMachine()
+	if err := m2.Restore(&snap); err != nil {
+		t.Fatal(err)
+	}
+	return m2
+}
+
+// restored returns a recovered registrar over restoredMachine(m): a new
+// leader's view of the registry.
+func restored(t *testing.T, m *Machine) (*Registrar, *Machine) {
+	t.Helper()
+	m2 := restoredMachine(t, m)
+	r2, err := New(Config{Store: NewMemoryStore(m2), Machine: m2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r2.Close() })
+	if _, err := r2.Recover(ctx(t), testMaster()); err != nil {
+		t.Fatal(err)
+	}
+	return r2, m2
 }
 
 func ctx(t *testing.T) context.Context {

@@ -30,7 +30,7 @@ func TestMetrics(t *testing.T) {
 		t.Fatalf("registry size %v", size)
 	}
 
-	if err := r.Apply(ctx(t), Admit(agent("a1"))); err != nil {
+	if err := r.Apply(ctx(t), Admit(agent("a1"), "")); err != nil {
 		t.Fatal(err)
 	}
 	m = r.Metrics()
@@ -40,9 +40,9 @@ func TestMetrics(t *testing.T) {
 
 	st.hold(t)
 	errs := make(chan error, 2)
-	go func() { errs <- r.Apply(ctx(t), Admit(agent("a2"))) }()
+	go func() { errs <- r.Apply(ctx(t), Admit(agent("a2"), "")) }()
 	<-st.started
-	go func() { errs <- r.Apply(ctx(t), Admit(agent("a3"))) }()
+	go func() { errs <- r.Apply(ctx(t), Admit(agent("a3"), "")) }()
 	eventually(t, "one queued operation", func() bool { return r.Metrics()["registrar/queued_operations"] == 1 })
 	st.proceed <- nil
 	<-st.started

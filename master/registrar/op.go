@@ -29,21 +29,22 @@ const (
 // operations are flattened (their info stays encoded in raw, which only
 // the Machine holds); the others keep their message in pb.
 type op struct {
-	kind    opKind
-	id      string // agent operations: the agent ID
-	hasInfo bool   // Admit, Readmit, MarkReachable: info present
-	hostOK  bool   // ... and its hostname set
-	at      int64  // MarkUnreachable, Remove: Unix nanoseconds
-	hasAt   bool
-	raw     []byte        // Admit, Readmit, MarkReachable: encoded AgentInfo (Machine side)
-	pb      *pb.Operation // every other kind
+	kind      opKind
+	id        string // agent operations: the agent ID
+	hasInfo   bool   // Admit, Readmit, MarkReachable: info present
+	hostOK    bool   // ... and its hostname set
+	at        int64  // MarkUnreachable, Remove: Unix nanoseconds
+	hasAt     bool
+	raw       []byte        // Admit, Readmit, MarkReachable: encoded AgentInfo (Machine side)
+	principal string        // ... and the principal it binds the agent to ("": none)
+	pb        *pb.Operation // every other kind
 }
 
 // fromProto flattens a decoded operation. Agent infos are not encoded
 // here: the caller sets raw if it needs it.
 func fromProto(p *pb.Operation) op {
-	agent := func(k opKind, info *mesos.AgentInfo) op {
-		return op{kind: k, id: info.GetId().GetValue(), hasInfo: info != nil, hostOK: info.GetHostname() != ""}
+	agent := func(k opKind, info *mesos.AgentInfo, principal string) op {
+		return op{kind: k, id: info.GetId().GetValue(), hasInfo: info != nil, hostOK: info.GetHostname() != "", principal: principal}
 	}
 	stamped := func(k opKind, id *mesos.AgentID, ts *mesos.TimeInfo) op {
 		return op{kind: k, id: id.GetValue(), at: ts.GetNanoseconds(), hasAt: ts != nil}
@@ -52,11 +53,11 @@ func fromProto(p *pb.Operation) op {
 	case *pb.Operation_SetMaster_:
 		return op{kind: kSetMaster, pb: p}
 	case *pb.Operation_Admit:
-		return agent(kAdmit, o.Admit.GetInfo())
+		return agent(kAdmit, o.Admit.GetInfo(), o.Admit.GetPrincipal())
 	case *pb.Operation_Readmit:
-		return agent(kReadmit, o.Readmit.GetInfo())
+		return agent(kReadmit, o.Readmit.GetInfo(), o.Readmit.GetPrincipal())
 	case *pb.Operation_MarkReachable_:
-		return agent(kMarkReachable, o.MarkReachable.GetInfo())
+		return agent(kMarkReachable, o.MarkReachable.GetInfo(), o.MarkReachable.GetPrincipal())
 	case *pb.Operation_MarkUnreachable_:
 		return stamped(kMarkUnreachable, o.MarkUnreachable.GetId(), o.MarkUnreachable.GetTimestamp())
 	case *pb.Operation_Remove:

@@ -35,9 +35,15 @@ func newOp(p *pb.Operation) Operation {
 }
 
 // agentOp encodes the operation wrap builds around info (not copied: it is
-// only encoded).
-func agentOp(info *mesos.AgentInfo, wrap func(*mesos.AgentInfo) *pb.Operation) Operation {
-	return newOp(wrap(info))
+// only encoded) and principal. An empty principal is left out, so an
+// anonymous agent's operation encodes as it did before the registry
+// recorded principals.
+func agentOp(info *mesos.AgentInfo, principal string, wrap func(*mesos.AgentInfo, *string) *pb.Operation) Operation {
+	var p *string
+	if principal != "" {
+		p = &principal
+	}
+	return newOp(wrap(info, p))
 }
 
 // String names the operation and its subject, for logs.
@@ -66,20 +72,25 @@ func SetMaster(info *mesos.MasterInfo) Operation {
 }
 
 // Admit admits a newly registered agent; info.id is the ID the master chose.
-// Fails with ErrAlreadyAdmitted if the ID is known, ErrGone if it was removed.
-func Admit(info *mesos.AgentInfo) Operation {
-	return agentOp(info, func(i *mesos.AgentInfo) *pb.Operation {
-		return &pb.Operation{Op: &pb.Operation_Admit{Admit: &pb.Operation_AdmitAgent{Info: i}}}
+// principal is the principal the agent authenticated as ("" if anonymous):
+// the registry binds the ID to it. Fails with ErrAlreadyAdmitted if the ID
+// is known, ErrGone if it was removed.
+func Admit(info *mesos.AgentInfo, principal string) Operation {
+	return agentOp(info, principal, func(i *mesos.AgentInfo, p *string) *pb.Operation {
+		return &pb.Operation{Op: &pb.Operation_Admit{Admit: &pb.Operation_AdmitAgent{Info: i, Principal: p}}}
 	})
 }
 
 // Readmit admits an agent re-registering under an ID it already had (after
 // a master failover), replacing its stored info. Fails with ErrGone if the
-// agent was removed. Like Mesos, an ID the registry does not know (pruned
-// long ago) is admitted.
-func Readmit(info *mesos.AgentInfo) Operation {
-	o := agentOp(info, func(i *mesos.AgentInfo) *pb.Operation {
-		return &pb.Operation{Op: &pb.Operation_Readmit{Readmit: &pb.Operation_ReadmitAgent{Info: i}}}
+// agent was removed, ErrPrincipal if the ID is bound to a principal other
+// than principal; an unbound ID (an anonymous registration, or an entry
+// written before the registry recorded principals) binds to principal.
+// Like Mesos, an ID the registry does not know (pruned long ago) is
+// admitted.
+func Readmit(info *mesos.AgentInfo, principal string) Operation {
+	o := agentOp(info, principal, func(i *mesos.AgentInfo, p *string) *pb.Operation {
+		return &pb.Operation{Op: &pb.Operation_Readmit{Readmit: &pb.Operation_ReadmitAgent{Info: i, Principal: p}}}
 	})
 	if o.err == nil {
 		o.info = agentInfoBytes(o.enc)
@@ -95,23 +106,27 @@ func MarkUnreachable(id string, at time.Time) Operation {
 }
 
 // MarkReachable moves an unreachable agent back to the admitted list when it
-// re-registers with info. Fails with ErrGone if it was removed meanwhile.
-func MarkReachable(info *mesos.AgentInfo) Operation {
-	return agentOp(info, func(i *mesos.AgentInfo) *pb.Operation {
-		return &pb.Operation{Op: &pb.Operation_MarkReachable_{MarkReachable: &pb.Operation_MarkReachable{Info: i}}}
+// re-registers with info as principal. Fails with ErrGone if it was removed
+// meanwhile, ErrPrincipal as Readmit.
+func MarkReachable(info *mesos.AgentInfo, principal string) Operation {
+	return agentOp(info, principal, func(i *mesos.AgentInfo, p *string) *pb.Operation {
+		return &pb.Operation{Op: &pb.Operation_MarkReachable_{MarkReachable: &pb.Operation_MarkReachable{Info: i, Principal: p}}}
 	})
 }
 
-// Remove marks an admitted or unreachable agent gone, for good. Removing a
-// gone agent again succeeds; an unknown one fails with ErrUnknownAgent.
+// Remove marks an admitted or unreachable agent gone, for good, and drops
+// its principal (its ID is never readmitted, whoever presents it).
+// Removing a gone agent again succeeds; an unknown one fails with
+// ErrUnknownAgent.
 func Remove(id string, at time.Time) Operation {
 	return newOp(&pb.Operation{Op: &pb.Operation_Remove{Remove: &pb.Operation_RemoveAgent{
 		Id: agentID(id), Timestamp: timeInfo(at)}}})
 }
 
 // Prune forgets the listed unreachable and gone agents (registry garbage
-// collection). IDs not in those lists are ignored. A pruned gone ID is no
-// longer refused, as in Mesos: prune gone agents only long after removal.
+// collection), an unreachable agent's principal binding with it. IDs not
+// in those lists are ignored. A pruned gone ID is no longer refused, as in
+// Mesos: prune gone agents only long after removal.
 func Prune(unreachable, gone []string) Operation {
 	p := &pb.Operation_Prune{}
 	for _, id := range unreachable {

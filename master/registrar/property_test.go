@@ -3,6 +3,7 @@ package registrar
 import (
 	"bytes"
 	"errors"
+	"maps"
 	"testing"
 	"time"
 
@@ -10,16 +11,26 @@ import (
 	"pgregory.net/rapid"
 )
 
-// oracle is the naive model of agent lifecycles the registry must match.
-type oracle map[string]string // id -> "admitted" | "unreachable" | "gone"
+// oracle is the naive model of agent lifecycles the registry must match:
+// each agent's status and the principal it is bound to.
+type oracle struct {
+	status    map[string]string // id -> "admitted" | "unreachable" | "gone"
+	principal map[string]string // id -> principal; no entry: unbound
+}
 
-func (o oracle) apply(kind, id string) error {
-	st := o[id]
+func (o oracle) apply(kind, id, principal string) error {
+	st := o.status[id]
+	bind := func() {
+		o.status[id] = "admitted"
+		if principal != "" {
+			o.principal[id] = principal
+		}
+	}
 	switch kind {
 	case "admit":
 		switch st {
 		case "":
-			o[id] = "admitted"
+			bind()
 			return nil
 		case "gone":
 			return ErrGone
@@ -29,7 +40,10 @@ func (o oracle) apply(kind, id string) error {
 		if st == "gone" {
 			return ErrGone
 		}
-		o[id] = "admitted"
+		if p, ok := o.principal[id]; ok && p != principal {
+			return ErrPrincipal
+		}
+		bind()
 	case "unreachable":
 		switch st {
 		case "":
@@ -39,23 +53,25 @@ func (o oracle) apply(kind, id string) error {
 		case "gone":
 			return ErrGone
 		}
-		o[id] = "unreachable"
+		o.status[id] = "unreachable"
 	case "remove":
 		if st == "" {
 			return ErrUnknownAgent
 		}
-		o[id] = "gone"
+		o.status[id] = "gone"
+		delete(o.principal, id)
 	case "prune":
 		if st == "unreachable" || st == "gone" {
-			delete(o, id)
+			delete(o.status, id)
+			delete(o.principal, id)
 		}
 	}
 	return nil
 }
 
-// TestLifecycleMatchesOracle drives random operation sequences through a
-// registrar and checks every outcome and the final registry against the
-// oracle; a replica applying the same entries, and a machine restored from
+// TestLifecycleMatchesOracle drives random operation sequences (as random
+// principals) through a registrar and checks every outcome and the final
+// registry, bindings included, against the oracle; a replica applying the same entries, and a machine restored from
 // a snapshot, hold the same registry.
 func TestLifecycleMatchesOracle(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
@@ -68,21 +84,22 @@ func TestLifecycleMatchesOracle(t *testing.T) {
 		if _, err := r.Recover(c, testMaster()); err != nil {
 			rt.Fatal(err)
 		}
-		o := oracle{}
+		o := oracle{status: map[string]string{}, principal: map[string]string{}}
 		pool := []string{"a", "b", "c", "d"}
 		n := rapid.IntRange(1, 60).Draw(rt, "n")
 		for i := range n {
 			kind := rapid.SampledFrom([]string{"admit", "readmit", "reachable", "unreachable", "remove", "prune"}).Draw(rt, "kind")
 			id := rapid.SampledFrom(pool).Draw(rt, "id")
+			principal := rapid.SampledFrom([]string{"", "p", "q"}).Draw(rt, "principal")
 			at := time.Unix(int64(i), 0)
 			var op Operation
 			switch kind {
 			case "admit":
-				op = Admit(agent(id))
+				op = Admit(agent(id), principal)
 			case "readmit":
-				op = Readmit(agent(id))
+				op = Readmit(agent(id), principal)
 			case "reachable":
-				op = MarkReachable(agent(id))
+				op = MarkReachable(agent(id), principal)
 			case "unreachable":
 				op = MarkUnreachable(id, at)
 			case "remove":
@@ -90,30 +107,34 @@ func TestLifecycleMatchesOracle(t *testing.T) {
 			case "prune":
 				op = Prune([]string{id}, []string{id})
 			}
-			want := o.apply(kind, id)
+			want := o.apply(kind, id, principal)
 			got := r.Apply(c, op)
 			if (want == nil) != (got == nil) || (want != nil && !errors.Is(got, want)) {
 				rt.Fatalf("step %d %s: got %v, want %v", i, op, got, want)
 			}
 		}
 		reg := protoOf(rt, m.Registry())
-		seen := map[string]string{}
+		seen, bound := map[string]string{}, map[string]string{}
 		for _, a := range reg.GetAgents() {
 			seen[a.GetInfo().GetId().GetValue()] = "admitted"
+			if a.Principal != nil {
+				bound[a.GetInfo().GetId().GetValue()] = a.GetPrincipal()
+			}
 		}
 		for _, u := range reg.GetUnreachable() {
 			seen[u.GetId().GetValue()] = "unreachable"
+			if u.Principal != nil {
+				bound[u.GetId().GetValue()] = u.GetPrincipal()
+			}
 		}
 		for _, g := range reg.GetGone() {
 			seen[g.GetId().GetValue()] = "gone"
 		}
-		if len(seen) != len(o) {
-			rt.Fatalf("registry %v, oracle %v", seen, o)
+		if !maps.Equal(seen, o.status) {
+			rt.Fatalf("registry %v, oracle %v", seen, o.status)
 		}
-		for id, st := range o {
-			if seen[id] != st {
-				rt.Fatalf("agent %s: registry %q, oracle %q", id, seen[id], st)
-			}
+		if !maps.Equal(bound, o.principal) || !maps.Equal(m.Registry().Principals(), o.principal) {
+			rt.Fatalf("bindings: registry %v (view %v), oracle %v", bound, m.Registry().Principals(), o.principal)
 		}
 		if m.Skipped() != 0 {
 			rt.Fatalf("machine skipped %d operations", m.Skipped())

@@ -25,10 +25,10 @@ func TestBatching(t *testing.T) {
 	const n = 50
 	st.hold(t)
 	errs := make(chan error, n)
-	go func() { errs <- r.Apply(ctx(t), Admit(agent("first"))) }()
+	go func() { errs <- r.Apply(ctx(t), Admit(agent("first"), "")) }()
 	<-st.started // the first write is in flight
 	for _, id := range ids(n-1, "a") {
-		go func() { errs <- r.Apply(ctx(t), Admit(agent(id))) }()
+		go func() { errs <- r.Apply(ctx(t), Admit(agent(id), "")) }()
 	}
 	eventually(t, "49 queued operations", func() bool { return r.Stats().Queued == n-1 })
 	st.proceed <- nil
@@ -60,7 +60,7 @@ func TestMaxBatch(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := r.Apply(ctx(t), Admit(agent(id))); err != nil {
+			if err := r.Apply(ctx(t), Admit(agent(id), "")); err != nil {
 				t.Error(err)
 			}
 		}()
@@ -79,17 +79,17 @@ func TestMaxBatch(t *testing.T) {
 // recovers again.
 func TestWriteFailure(t *testing.T) {
 	r, st, m := newRecovered(t, Config{})
-	if err := r.Apply(ctx(t), Admit(agent("keep"))); err != nil {
+	if err := r.Apply(ctx(t), Admit(agent("keep"), "")); err != nil {
 		t.Fatal(err)
 	}
 	before := protoOf(t, m.Registry())
 
 	st.hold(t)
 	errs := make(chan error, 10)
-	go func() { errs <- r.Apply(ctx(t), Admit(agent("first"))) }()
+	go func() { errs <- r.Apply(ctx(t), Admit(agent("first"), "")) }()
 	<-st.started
 	for _, id := range ids(9, "f") {
-		go func() { errs <- r.Apply(ctx(t), Admit(agent(id))) }()
+		go func() { errs <- r.Apply(ctx(t), Admit(agent(id), "")) }()
 	}
 	eventually(t, "9 queued", func() bool { return r.Stats().Queued == 9 })
 	boom := errors.New("disk on fire")
@@ -122,7 +122,7 @@ func TestWriteFailure(t *testing.T) {
 	if err := <-recovered; err != nil {
 		t.Fatal(err)
 	}
-	go func() { errs <- r.Apply(ctx(t), Admit(agent("first"))) }()
+	go func() { errs <- r.Apply(ctx(t), Admit(agent("first"), "")) }()
 	<-st.started
 	st.proceed <- nil
 	if err := <-errs; err != nil {
@@ -135,10 +135,10 @@ func TestFailedBatchOfMany(t *testing.T) {
 	r, st, m := newRecovered(t, Config{})
 	st.hold(t)
 	errs := make(chan error, 21)
-	go func() { errs <- r.Apply(ctx(t), Admit(agent("head"))) }()
+	go func() { errs <- r.Apply(ctx(t), Admit(agent("head"), "")) }()
 	<-st.started
 	for _, id := range ids(20, "m") {
-		go func() { errs <- r.Apply(ctx(t), Admit(agent(id))) }()
+		go func() { errs <- r.Apply(ctx(t), Admit(agent(id), "")) }()
 	}
 	eventually(t, "20 queued", func() bool { return r.Stats().Queued == 20 })
 	// The head succeeds; the second write (20 operations) fails.
@@ -166,7 +166,7 @@ func TestNotRecovered(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if err := r.Apply(ctx(t), Admit(agent("a"))); !errors.Is(err, ErrNotRecovered) {
+	if err := r.Apply(ctx(t), Admit(agent("a"), "")); !errors.Is(err, ErrNotRecovered) {
 		t.Fatalf("Apply before Recover = %v, want ErrNotRecovered", err)
 	}
 }
@@ -206,9 +206,9 @@ func TestClose(t *testing.T) {
 	r, st, _ := newRecovered(t, Config{})
 	st.hold(t)
 	errs := make(chan error, 2)
-	go func() { errs <- r.Apply(ctx(t), Admit(agent("a"))) }()
+	go func() { errs <- r.Apply(ctx(t), Admit(agent("a"), "")) }()
 	<-st.started
-	go func() { errs <- r.Apply(ctx(t), Admit(agent("b"))) }()
+	go func() { errs <- r.Apply(ctx(t), Admit(agent("b"), "")) }()
 	eventually(t, "queued", func() bool { return r.Stats().Queued == 1 })
 	closed := make(chan struct{})
 	go func() { r.Close(); close(closed) }()
@@ -219,7 +219,7 @@ func TestClose(t *testing.T) {
 	if !(got[0] == nil && errors.Is(got[1], ErrClosed)) && !(got[1] == nil && errors.Is(got[0], ErrClosed)) {
 		t.Fatalf("results = %v, want the in-flight write to finish and the queued op to fail with ErrClosed", got)
 	}
-	if err := r.Apply(ctx(t), Admit(agent("c"))); !errors.Is(err, ErrClosed) {
+	if err := r.Apply(ctx(t), Admit(agent("c"), "")); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Apply after Close = %v", err)
 	}
 }
@@ -231,21 +231,13 @@ func TestClose(t *testing.T) {
 func TestPartitionScenario(t *testing.T) {
 	r, _, m := newRecovered(t, Config{})
 	c := ctx(t)
-	for _, op := range []Operation{Admit(agent("s1")), Admit(agent("s2")), MarkUnreachable("s1", t0), Remove("s1", t0.Add(time.Minute))} {
+	for _, op := range []Operation{Admit(agent("s1"), ""), Admit(agent("s2"), ""), MarkUnreachable("s1", t0), Remove("s1", t0.Add(time.Minute))} {
 		if err := r.Apply(c, op); err != nil {
 			t.Fatalf("%s: %v", op, err)
 		}
 	}
 	// Failover: a new master's machine restored from a snapshot of the old.
-	var snap bytesBuffer
-	write, _ := m.Snapshot()
-	if err := write(&snap); err != nil {
-		t.Fatal(err)
-	}
-	m2 := NewMachine()
-	if err := m2.Restore(&snap); err != nil {
-		t.Fatal(err)
-	}
+	m2 := restoredMachine(t, m)
 	r2, _ := New(Config{Store: NewMemoryStore(m2), Machine: m2, Strict: true})
 	defer r2.Close()
 	next := testMaster()
@@ -257,7 +249,7 @@ func TestPartitionScenario(t *testing.T) {
 	if g := reg.Gone(); len(g) != 1 || g[0].ID != "s1" || reg.Status("s1") != AgentGone {
 		t.Fatalf("recovered gone list = %v", g)
 	}
-	for _, op := range []Operation{Readmit(agent("s1")), MarkReachable(agent("s1")), Admit(agent("s1")), MarkUnreachable("s1", t0)} {
+	for _, op := range []Operation{Readmit(agent("s1"), ""), MarkReachable(agent("s1"), ""), Admit(agent("s1"), ""), MarkUnreachable("s1", t0)} {
 		err := r2.Apply(c, op)
 		if !errors.Is(err, ErrGone) {
 			t.Fatalf("%s after removal = %v, want ErrGone", op, err)
@@ -267,7 +259,7 @@ func TestPartitionScenario(t *testing.T) {
 		}
 	}
 	// The surviving agent re-registers fine.
-	if err := r2.Apply(c, Readmit(agent("s2"))); err != nil {
+	if err := r2.Apply(c, Readmit(agent("s2"), "")); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -285,7 +277,7 @@ func TestValidation(t *testing.T) {
 	scalar := func(v float64) *mesos.Value_Scalar { return &mesos.Value_Scalar{Value: proto.Float64(v)} }
 	// Setup: admitted a, unreachable u, gone g; m1 scheduled, m2 down.
 	setup := []Operation{
-		Admit(agent("a")), Admit(agent("u")), Admit(agent("g")),
+		Admit(agent("a"), ""), Admit(agent("u"), ""), Admit(agent("g"), ""),
 		MarkUnreachable("u", t0), Remove("g", t0),
 		UpdateSchedule(&maintenancepb.Schedule{Windows: []*maintenancepb.Window{window("m1", "m2")}}),
 		StartMaintenance([]*mesos.MachineID{mid("m2")}),
@@ -298,24 +290,24 @@ func TestValidation(t *testing.T) {
 		op   Operation
 		want error // nil: applies
 	}{
-		{"admit new", Admit(agent("n")), nil},
-		{"admit admitted", Admit(agent("a")), ErrAlreadyAdmitted},
-		{"admit unreachable", Admit(agent("u")), ErrAlreadyAdmitted},
-		{"admit gone", Admit(agent("g")), ErrGone},
-		{"admit without id", Admit(noID), ErrInvalid},
-		{"admit without hostname", Admit(noHost), ErrInvalid},
-		{"admit nil", Admit(nil), ErrInvalid},
-		{"readmit admitted", Readmit(agent("a")), nil},
-		{"readmit unknown", Readmit(agent("n")), nil},
-		{"readmit unreachable", Readmit(agent("u")), nil},
-		{"readmit gone", Readmit(agent("g")), ErrGone},
+		{"admit new", Admit(agent("n"), ""), nil},
+		{"admit admitted", Admit(agent("a"), ""), ErrAlreadyAdmitted},
+		{"admit unreachable", Admit(agent("u"), ""), ErrAlreadyAdmitted},
+		{"admit gone", Admit(agent("g"), ""), ErrGone},
+		{"admit without id", Admit(noID, ""), ErrInvalid},
+		{"admit without hostname", Admit(noHost, ""), ErrInvalid},
+		{"admit nil", Admit(nil, ""), ErrInvalid},
+		{"readmit admitted", Readmit(agent("a"), ""), nil},
+		{"readmit unknown", Readmit(agent("n"), ""), nil},
+		{"readmit unreachable", Readmit(agent("u"), ""), nil},
+		{"readmit gone", Readmit(agent("g"), ""), ErrGone},
 		{"unreachable admitted", MarkUnreachable("a", t0), nil},
 		{"unreachable unreachable", MarkUnreachable("u", t0), ErrAlreadyUnreachable},
 		{"unreachable unknown", MarkUnreachable("n", t0), ErrUnknownAgent},
 		{"unreachable gone", MarkUnreachable("g", t0), ErrGone},
 		{"unreachable no id", MarkUnreachable("", t0), ErrInvalid},
-		{"reachable unreachable", MarkReachable(agent("u")), nil},
-		{"reachable gone", MarkReachable(agent("g")), ErrGone},
+		{"reachable unreachable", MarkReachable(agent("u"), ""), nil},
+		{"reachable gone", MarkReachable(agent("g"), ""), ErrGone},
 		{"remove admitted", Remove("a", t0), nil},
 		{"remove unreachable", Remove("u", t0), nil},
 		{"remove gone again", Remove("g", t0), nil},
@@ -399,10 +391,10 @@ func TestSameBatchInteractions(t *testing.T) {
 	r, st, m := newRecovered(t, Config{})
 	st.hold(t)
 	errs := make(chan error, 1)
-	go func() { errs <- r.Apply(ctx(t), Admit(agent("head"))) }()
+	go func() { errs <- r.Apply(ctx(t), Admit(agent("head"), "")) }()
 	<-st.started
 	results := make([]chan error, 3)
-	for i, op := range []Operation{Admit(agent("x")), Admit(agent("x")), MarkUnreachable("x", t0)} {
+	for i, op := range []Operation{Admit(agent("x"), ""), Admit(agent("x"), ""), MarkUnreachable("x", t0)} {
 		results[i] = make(chan error, 1)
 		r.Submit(op, func(err error) { results[i] <- err })
 		eventually(t, "queued in order", func() bool { return r.Stats().Queued == i+1 })
@@ -432,7 +424,7 @@ func TestApplyContext(t *testing.T) {
 	st.hold(t)
 	c, cancel := context.WithCancel(context.Background())
 	go func() { <-st.started; cancel() }()
-	if err := r.Apply(c, Admit(agent("a"))); !errors.Is(err, context.Canceled) {
+	if err := r.Apply(c, Admit(agent("a"), "")); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Apply with a canceled context = %v", err)
 	}
 }
@@ -444,11 +436,11 @@ func TestApplyContext(t *testing.T) {
 func TestUnchangedReadmit(t *testing.T) {
 	r, st, m := newRecovered(t, Config{})
 	c := ctx(t)
-	if err := r.Apply(c, Admit(agent("s1"))); err != nil {
+	if err := r.Apply(c, Admit(agent("s1"), "")); err != nil {
 		t.Fatal(err)
 	}
 	before, _ := st.count()
-	if err := r.Apply(c, Readmit(agent("s1"))); err != nil {
+	if err := r.Apply(c, Readmit(agent("s1"), "")); err != nil {
 		t.Fatal(err)
 	}
 	if n, _ := st.count(); n != before {
@@ -460,7 +452,7 @@ func TestUnchangedReadmit(t *testing.T) {
 
 	changed := agent("s1")
 	changed.Hostname = proto.String("renamed")
-	if err := r.Apply(c, Readmit(changed)); err != nil {
+	if err := r.Apply(c, Readmit(changed, "")); err != nil {
 		t.Fatal(err)
 	}
 	if n, _ := st.count(); n != before+1 {
@@ -475,10 +467,10 @@ func TestUnchangedReadmit(t *testing.T) {
 	st.hold(t)
 	unreach := make(chan error, 1)
 	readmit := make(chan error, 1)
-	r.Submit(Admit(agent("s2")), func(error) {}) // the write the others queue behind
+	r.Submit(Admit(agent("s2"), ""), func(error) {}) // the write the others queue behind
 	<-st.started
 	r.Submit(MarkUnreachable("s1", t0), func(err error) { unreach <- err })
-	r.Submit(Readmit(changed), func(err error) { readmit <- err })
+	r.Submit(Readmit(changed, ""), func(err error) { readmit <- err })
 	eventually(t, "queued", func() bool { return r.Stats().Queued == 2 })
 	st.proceed <- nil
 	<-st.started

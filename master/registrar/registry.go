@@ -40,18 +40,18 @@ func (r *Registry) AgentIDs() []string { return sortedKeys(r.s.agents) }
 // Agent decodes an admitted agent's info; ErrUnknownAgent if id is not
 // admitted.
 func (r *Registry) Agent(id string) (*mesos.AgentInfo, error) {
-	raw, ok := r.s.agents[id]
+	e, ok := r.s.agents[id]
 	if !ok {
 		return nil, fmt.Errorf("agent %s: %w (status %s)", id, ErrUnknownAgent, r.s.status(id))
 	}
-	return decodeAgent(id, raw)
+	return decodeAgent(id, e.info)
 }
 
 // Agents decodes every admitted agent's info, sorted by ID.
 func (r *Registry) Agents() ([]*mesos.AgentInfo, error) {
 	out := make([]*mesos.AgentInfo, 0, len(r.s.agents))
 	for _, id := range sortedKeys(r.s.agents) {
-		info, err := decodeAgent(id, r.s.agents[id])
+		info, err := decodeAgent(id, r.s.agents[id].info)
 		if err != nil {
 			return nil, err
 		}
@@ -66,6 +66,29 @@ func decodeAgent(id string, raw []byte) (*mesos.AgentInfo, error) {
 		return nil, fmt.Errorf("registry: agent %s: %w", id, err)
 	}
 	return info, nil
+}
+
+// Principal is the principal admitted or unreachable agent id is bound to:
+// the one it registered as. "" if it has none (it registered anonymously,
+// or before the registry recorded principals: its next registration binds
+// it) or is not admitted or unreachable.
+func (r *Registry) Principal(id string) string { return r.s.principal(id) }
+
+// Principals returns every binding (admitted and unreachable agents with
+// a principal), by agent ID.
+func (r *Registry) Principals() map[string]string {
+	out := map[string]string{}
+	for id, e := range r.s.agents {
+		if e.principal != "" {
+			out[id] = e.principal
+		}
+	}
+	for id, e := range r.s.unreachable {
+		if e.principal != "" {
+			out[id] = e.principal
+		}
+	}
+	return out
 }
 
 // UnreachableAgent is an agent marked unreachable.
@@ -170,14 +193,17 @@ func encodeRegistry(s *state, sorted bool) []byte {
 	b, _ := proto.MarshalOptions{AllowPartial: true, Deterministic: true}.Marshal(head)
 
 	size := len(b)
-	for id, raw := range s.agents {
-		size += len(id) + len(raw) + 16
+	for id, e := range s.agents {
+		size += len(id) + len(e.info) + len(e.principal) + 16
 	}
 	out := make([]byte, 0, size+len(s.unreachable)*64)
 	out = append(out, b...)
 	var agent []byte
-	add := func(raw []byte) {
-		agent = appendMessageField(agent[:0], fieldAgentInfo, raw)
+	add := func(e agentEntry) {
+		agent = appendMessageField(agent[:0], fieldAgentInfo, e.info)
+		if e.principal != "" {
+			agent = protowire.AppendString(protowire.AppendTag(agent, fieldAgentPrincipal, protowire.BytesType), e.principal)
+		}
 		out = appendMessageField(out, fieldRegistryAgents, agent)
 	}
 	if sorted {
@@ -185,13 +211,17 @@ func encodeRegistry(s *state, sorted bool) []byte {
 			add(s.agents[id])
 		}
 	} else {
-		for _, raw := range s.agents {
-			add(raw)
+		for _, e := range s.agents {
+			add(e)
 		}
 	}
 	for _, id := range sortedKeys(s.unreachable) {
 		e := s.unreachable[id]
-		u, _ := partial.Marshal(&pb.UnreachableAgent{Id: agentID(id), Timestamp: &mesos.TimeInfo{Nanoseconds: proto.Int64(e.at)}})
+		head := &pb.UnreachableAgent{Id: agentID(id), Timestamp: &mesos.TimeInfo{Nanoseconds: proto.Int64(e.at)}}
+		if e.principal != "" {
+			head.Principal = proto.String(e.principal)
+		}
+		u, _ := partial.Marshal(head)
 		if e.info != nil {
 			u = appendMessageField(u, fieldUnreachableInfo, e.info)
 		}
@@ -214,15 +244,26 @@ func decodeRegistry(b []byte) (*state, error) {
 	}); err != nil {
 		return nil, err
 	}
-	s.agents = make(map[string][]byte, n)
+	s.agents = make(map[string]agentEntry, n)
 	var rest []byte
+	// Agents usually share a principal: intern it once, not per agent.
+	var last string
+	intern := func(p string) string {
+		if p != last {
+			last = principalName(p)
+		}
+		return last
+	}
 	err := fields(b, func(f field) error {
 		switch {
 		case f.num == fieldRegistryAgents && f.typ == protowire.BytesType:
-			var raw []byte
+			var raw, principal []byte
 			if err := fields(f.val, func(g field) error {
-				if g.num == fieldAgentInfo && g.typ == protowire.BytesType {
+				switch {
+				case g.num == fieldAgentInfo && g.typ == protowire.BytesType:
 					raw = g.val
+				case g.num == fieldAgentPrincipal && g.typ == protowire.BytesType:
+					principal = g.val
 				}
 				return nil
 			}); err != nil {
@@ -235,7 +276,11 @@ func decodeRegistry(b []byte) (*state, error) {
 			if id == "" {
 				return fmt.Errorf("agents[%d].info.id is missing", len(s.agents))
 			}
-			s.agents[id] = append([]byte(nil), raw...)
+			e := agentEntry{info: append([]byte(nil), raw...)}
+			if len(principal) > 0 {
+				e.principal = intern(string(principal))
+			}
+			s.agents[id] = e
 		case f.num == fieldRegistryUnreachable && f.typ == protowire.BytesType:
 			var head, raw []byte
 			if err := fields(f.val, func(g field) error {
@@ -255,7 +300,8 @@ func decodeRegistry(b []byte) (*state, error) {
 			if u.GetId().GetValue() == "" {
 				return fmt.Errorf("unreachable[%d].id is missing", len(s.unreachable))
 			}
-			s.unreachable[u.GetId().GetValue()] = unreachableEntry{at: u.GetTimestamp().GetNanoseconds(), info: raw}
+			s.unreachable[u.GetId().GetValue()] = unreachableEntry{at: u.GetTimestamp().GetNanoseconds(), info: raw,
+				principal: intern(u.GetPrincipal())}
 		default:
 			rest = append(rest, f.all...)
 		}

@@ -2,6 +2,7 @@ package registrar
 
 import (
 	"fmt"
+	"unique"
 
 	"mezzo/api/maintenancepb"
 	"mezzo/api/mesos"
@@ -36,6 +37,8 @@ func (s AgentStatus) String() string {
 // not-yet-durable operations of the batch being formed layered on top.
 type view interface {
 	status(id string) AgentStatus
+	// principal is the principal agent id is bound to ("": none).
+	principal(id string) string
 	// maintenance returns the schedule and the DOWN machines by machineKey.
 	// Callers must not modify them.
 	maintenance() (*maintenancepb.Schedule, map[string]*mesos.MachineID)
@@ -59,10 +62,12 @@ func check(v view, o op) error {
 		if v.status(o.id) == AgentGone {
 			return fmt.Errorf("readmit agent %s: %w", o.id, ErrGone)
 		}
+		return checkPrincipal(v, o, "readmit agent %s")
 	case kMarkReachable:
 		if v.status(o.id) == AgentGone {
 			return fmt.Errorf("mark agent %s reachable: %w", o.id, ErrGone)
 		}
+		return checkPrincipal(v, o, "mark agent %s reachable")
 	case kMarkUnreachable:
 		switch v.status(o.id) {
 		case AgentUnknown:
@@ -92,10 +97,29 @@ func check(v view, o op) error {
 	return nil
 }
 
+// checkPrincipal refuses a re-registration of an agent bound to another
+// principal than o's (what names the operation, with the agent ID's %s).
+func checkPrincipal(v view, o op, what string) error {
+	if bound := v.principal(o.id); bound != "" && bound != o.principal {
+		return fmt.Errorf(what+" as principal '%s': %w ('%s')", o.id, o.principal, ErrPrincipal, bound)
+	}
+	return nil
+}
+
+// agentEntry is an admitted agent's record.
+type agentEntry struct {
+	info []byte // encoded AgentInfo
+	// principal is the principal the agent is bound to: the one it
+	// registered as; "" if it registered anonymously (or before the
+	// registry recorded principals).
+	principal string
+}
+
 // unreachableEntry is an unreachable agent's record.
 type unreachableEntry struct {
-	at   int64  // Unix nanoseconds
-	info []byte // encoded AgentInfo, nil if never known
+	at        int64  // Unix nanoseconds
+	info      []byte // encoded AgentInfo, nil if never known
+	principal string // as agentEntry's
 }
 
 // state is the registry in memory. Agent infos are kept encoded (see
@@ -103,7 +127,7 @@ type unreachableEntry struct {
 // are stored, so snapshots and Registry share them.
 type state struct {
 	master      *mesos.MasterInfo
-	agents      map[string][]byte
+	agents      map[string]agentEntry
 	unreachable map[string]unreachableEntry
 	gone        map[string]int64
 	weights     map[string]float64
@@ -118,7 +142,7 @@ type state struct {
 
 func newState() *state {
 	return &state{
-		agents:      map[string][]byte{},
+		agents:      map[string]agentEntry{},
 		unreachable: map[string]unreachableEntry{},
 		gone:        map[string]int64{},
 		weights:     map[string]float64{},
@@ -141,6 +165,18 @@ func (s *state) status(id string) AgentStatus {
 	return AgentUnknown
 }
 
+func (s *state) principal(id string) string {
+	if e, ok := s.agents[id]; ok {
+		return e.principal
+	}
+	return s.unreachable[id].principal
+}
+
+// principalName interns a principal: a cluster's agents usually share one
+// or a few principals, so that 50,000 bindings hold a few strings, not
+// 50,000 copies.
+func principalName(p string) string { return unique.Make(p).Value() }
+
 func (s *state) maintenance() (*maintenancepb.Schedule, map[string]*mesos.MachineID) {
 	return s.schedule, s.down
 }
@@ -159,10 +195,17 @@ func (s *state) apply(o op) error {
 	case kSetMaster:
 		s.master = o.pb.GetSetMaster().GetInfo()
 	case kAdmit, kReadmit, kMarkReachable:
+		// check refused another principal: the agent is unbound or bound
+		// to o.principal (so unbound if o.principal is "").
+		p := ""
+		if o.principal != "" {
+			p = principalName(o.principal)
+		}
 		delete(s.unreachable, o.id)
-		s.agents[o.id] = o.raw
+		s.agents[o.id] = agentEntry{info: o.raw, principal: p}
 	case kMarkUnreachable:
-		s.unreachable[o.id] = unreachableEntry{at: o.at, info: s.agents[o.id]}
+		e := s.agents[o.id]
+		s.unreachable[o.id] = unreachableEntry{at: o.at, info: e.info, principal: e.principal}
 		delete(s.agents, o.id)
 	case kRemove:
 		if s.status(o.id) == AgentGone {
@@ -215,7 +258,7 @@ func (s *state) apply(o op) error {
 func (s *state) clone() *state {
 	c := &state{
 		master:      s.master,
-		agents:      make(map[string][]byte, len(s.agents)),
+		agents:      make(map[string]agentEntry, len(s.agents)),
 		unreachable: make(map[string]unreachableEntry, len(s.unreachable)),
 		gone:        make(map[string]int64, len(s.gone)),
 		weights:     make(map[string]float64, len(s.weights)),

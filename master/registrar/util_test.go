@@ -1,12 +1,9 @@
 package registrar
 
 import (
-	"bytes"
 	"context"
 	"strings"
 )
-
-type bytesBuffer = bytes.Buffer
 
 type contextContext = context.Context
 

@@ -15,8 +15,8 @@ import (
 // their resources and attributes) is most of the cost of loading a
 // registry, and the encoded form is one pointer-free allocation the
 // garbage collector never scans. Only the ID (and the hostname, which
-// validation checks) are read on the way in; Registry decodes an info when
-// asked for it.
+// validation checks) are read on the way in, with the operation's
+// principal beside the info; Registry decodes an info when asked for it.
 
 // Field numbers read by hand.
 const (
@@ -26,14 +26,16 @@ const (
 
 	fieldBatchOperations = 1 // Batch.operations
 
-	fieldOpAdmit         = 2 // Operation.admit
-	fieldOpReadmit       = 3 // Operation.readmit
-	fieldOpMarkReachable = 5 // Operation.mark_reachable
-	fieldAgentOpInfo     = 1 // {Admit,Readmit}Agent.info, MarkReachable.info
+	fieldOpAdmit          = 2 // Operation.admit
+	fieldOpReadmit        = 3 // Operation.readmit
+	fieldOpMarkReachable  = 5 // Operation.mark_reachable
+	fieldAgentOpInfo      = 1 // {Admit,Readmit}Agent.info, MarkReachable.info
+	fieldAgentOpPrincipal = 2 // ... .principal
 
 	fieldRegistryAgents      = 2 // Registry.agents
 	fieldRegistryUnreachable = 3 // Registry.unreachable
 	fieldAgentInfo           = 1 // Agent.info
+	fieldAgentPrincipal      = 2 // Agent.principal
 	fieldUnreachableInfo     = 3 // UnreachableAgent.info
 )
 
@@ -106,17 +108,21 @@ func agentKind(num protowire.Number) opKind {
 
 // agentOpInfo walks the fields of an agent operation's message (Admit,
 // Readmit, MarkReachable): raw is its encoded AgentInfo, found whether it
-// has one, other whether it has any other field.
-func agentOpInfo(b []byte) (raw []byte, found, other bool, err error) {
+// has one, principal its principal (the last occurrence wins, as in
+// protobuf), other whether it has any other field.
+func agentOpInfo(b []byte) (raw []byte, principal string, found, other bool, err error) {
 	err = fields(b, func(f field) error {
-		if f.num == fieldAgentOpInfo && f.typ == protowire.BytesType && !found {
+		switch {
+		case f.num == fieldAgentOpInfo && f.typ == protowire.BytesType && !found:
 			raw, found = f.val, true
-		} else {
+		case f.num == fieldAgentOpPrincipal && f.typ == protowire.BytesType:
+			principal = string(f.val)
+		default:
 			other = true
 		}
 		return nil
 	})
-	return raw, found, other, err
+	return raw, principal, found, other, err
 }
 
 // agentInfoBytes returns the encoded AgentInfo inside an encoded agent
@@ -130,7 +136,7 @@ func agentInfoBytes(b []byte) []byte {
 		if agentKind(f.num) == kNone || f.typ != protowire.BytesType {
 			return nil
 		}
-		raw, found, other, err := agentOpInfo(f.val)
+		raw, _, found, other, err := agentOpInfo(f.val)
 		if found && !other {
 			info = raw
 		}
@@ -151,12 +157,12 @@ func parseOp(b []byte) (op, error) {
 		return op{}, err
 	}
 	if k := agentKind(only.num); n == 1 && k != kNone && only.typ == protowire.BytesType {
-		raw, found, other, err := agentOpInfo(only.val)
+		raw, principal, found, other, err := agentOpInfo(only.val)
 		if err != nil {
 			return op{}, err
 		}
 		if !other {
-			o := op{kind: k, hasInfo: found}
+			o := op{kind: k, hasInfo: found, principal: principal}
 			if found {
 				if o.id, o.hostOK, err = agentFields(raw); err != nil {
 					return op{}, err

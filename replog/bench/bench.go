@@ -94,7 +94,7 @@ func Run(cfg Config) (Result, error) {
 	prefix := uuid.NewString()
 	ops := make([]registrar.Operation, cfg.Agents)
 	for i := range ops {
-		ops[i] = registrar.Admit(agentInfo(prefix, i))
+		ops[i] = registrar.Admit(agentInfo(prefix, i), "")
 	}
 
 	// Admissions.
