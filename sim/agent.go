@@ -13,6 +13,7 @@ import (
 
 	"mezzo/api/mesos"
 	"mezzo/api/protocol"
+	"mezzo/resources"
 )
 
 // Agent is one emulated agent. It registers with the master under its
@@ -28,6 +29,10 @@ type Agent struct {
 	index    int
 	hostname string
 	own      bool // a lone agent: Stop also stops its runtime
+	// res and attrs, when set, replace the fleet's template for this
+	// agent (FleetConfig.Vary); read-only once the agent exists.
+	res   []*mesos.Resource
+	attrs []*mesos.Attribute
 
 	// Published for other goroutines.
 	pubID     atomic.Pointer[string]
@@ -261,6 +266,12 @@ func (a *Agent) subscribeMessage() *protocol.AgentCall_Subscribe {
 		Resources:  a.rt.res,
 		Attributes: a.rt.attrs,
 	}
+	if a.res != nil {
+		info.Resources = a.res
+	}
+	if a.attrs != nil {
+		info.Attributes = a.attrs
+	}
 	if a.agentID != "" {
 		info.Id = agentIDProto(a.agentID)
 	}
@@ -461,6 +472,14 @@ func (a *Agent) onSubscribed(s *protocol.AgentEvent_Subscribed) {
 	a.firstAt.CompareAndSwap(0, now)
 	a.rt.counters.registrations.Add(1)
 	a.setRegistered(true)
+	if len(a.rt.over) > 0 {
+		// A (re-)registered agent tells the master its estimate at once,
+		// as the real agent's forwarder does after registering.
+		a.send(&protocol.AgentCall{
+			Type:            protocol.AgentCall_UPDATE_RESOURCES.Enum(),
+			UpdateResources: &protocol.AgentCall_UpdateResources{Oversubscribed: a.rt.over},
+		})
+	}
 	a.resumeUpdates()
 }
 
@@ -499,3 +518,18 @@ var errStopped = errors.New("sim: stopped")
 
 // String names the agent in logs.
 func (a *Agent) String() string { return fmt.Sprintf("%s(%s)", a.hostname, a.ID()) }
+
+// vary applies a fleet's per-agent variant before the agent starts.
+func (a *Agent) vary(v AgentVariant) error {
+	if v.Resources != "" {
+		rs, err := resources.Parse(v.Resources, "*")
+		if err != nil {
+			return fmt.Errorf("sim: agent %d: invalid variant 'Resources': %w", a.index, err)
+		}
+		a.res = rs.Proto()
+	}
+	if v.Attributes != nil {
+		a.attrs = textAttributes(v.Attributes)
+	}
+	return nil
+}

@@ -60,6 +60,12 @@ type AgentConfig struct {
 	Resources string
 	// Attributes are advertised as text attributes, name → value.
 	Attributes map[string]string
+	// Oversubscribed, in Mesos text form, is a fixed revocable estimate
+	// (as the real agent's `fixed` resource estimator gives): after every
+	// registration the agent sends it in UPDATE_RESOURCES, every resource
+	// marked revocable, so the master's revocable stage offers it to
+	// frameworks with the REVOCABLE_RESOURCES capability. Empty: none.
+	Oversubscribed string
 	// TaskDuration is how long a fake task runs between TASK_RUNNING and
 	// TASK_FINISHED; Never (or any negative value) runs it until killed.
 	// Zero finishes it as soon as TASK_RUNNING is acknowledged.
@@ -82,6 +88,9 @@ type AgentConfig struct {
 // normalize fills defaults and validates. It parses the resources once
 // so that every agent of a fleet shares the same (read-only) protos.
 func (c AgentConfig) normalize() (AgentConfig, []*mesos.Resource, error) {
+	if _, err := c.oversubscribed(); err != nil {
+		return c, nil, err
+	}
 	var ms []string
 	for _, m := range c.Masters {
 		m = strings.TrimSpace(m)
@@ -130,20 +139,43 @@ func (c AgentConfig) normalize() (AgentConfig, []*mesos.Resource, error) {
 	return c, rs.Proto(), nil
 }
 
+// oversubscribed parses Oversubscribed into revocable resource protos
+// (nil when empty).
+func (c AgentConfig) oversubscribed() ([]*mesos.Resource, error) {
+	if strings.TrimSpace(c.Oversubscribed) == "" {
+		return nil, nil
+	}
+	rs, err := resources.Parse(c.Oversubscribed, "*")
+	if err != nil {
+		return nil, fmt.Errorf("sim: invalid 'Oversubscribed': %w", err)
+	}
+	if !rs.Reserved().IsEmpty() {
+		return nil, fmt.Errorf("sim: 'Oversubscribed' %q must not be reserved: revocable estimates are unreserved", c.Oversubscribed)
+	}
+	out := rs.Proto()
+	for _, r := range out {
+		r.Revocable = &mesos.Resource_RevocableInfo{}
+	}
+	return out, nil
+}
+
 // attributes renders Attributes as AgentInfo attributes (TEXT), sorted by
 // name for a stable AgentInfo.
-func (c AgentConfig) attributes() []*mesos.Attribute {
-	if len(c.Attributes) == 0 {
+func (c AgentConfig) attributes() []*mesos.Attribute { return textAttributes(c.Attributes) }
+
+// textAttributes renders name → value as TEXT attributes, sorted by name.
+func textAttributes(attrs map[string]string) []*mesos.Attribute {
+	if len(attrs) == 0 {
 		return nil
 	}
-	names := make([]string, 0, len(c.Attributes))
-	for n := range c.Attributes {
+	names := make([]string, 0, len(attrs))
+	for n := range attrs {
 		names = append(names, n)
 	}
 	slices.Sort(names)
 	out := make([]*mesos.Attribute, 0, len(names))
 	for _, n := range names {
-		v := c.Attributes[n]
+		v := attrs[n]
 		out = append(out, &mesos.Attribute{
 			Name: &n,
 			Type: mesos.Value_TEXT.Enum(),

@@ -28,6 +28,20 @@ type FleetConfig struct {
 	// SUBSCRIBEs per second (a cold cluster whose agents boot together
 	// is the default: all at once).
 	StartRate float64
+	// Vary, if set, gives the agent of each index (FirstIndex + i) its
+	// own resources or attributes in place of the template's: a
+	// heterogeneous cluster, agents holding different data blocks, or
+	// static partitions reserved to different roles. Zero fields keep
+	// the template's.
+	Vary func(index int) AgentVariant
+}
+
+// AgentVariant is what one agent of a fleet has instead of the template.
+type AgentVariant struct {
+	// Resources in Mesos text form ("cpus(batch):4;mem(batch):8192").
+	Resources string
+	// Attributes, name → text value, replace the template's.
+	Attributes map[string]string
 }
 
 // Fleet is many emulated agents in one process. They share one HTTP/2
@@ -72,7 +86,14 @@ func NewFleet(cfg FleetConfig) (*Fleet, error) {
 	f := &Fleet{rt: rt, rate: cfg.StartRate, stopC: make(chan struct{})}
 	f.agents = make([]*Agent, cfg.Agents)
 	for i := range f.agents {
-		f.agents[i] = newAgent(rt, rt.shards[i%len(rt.shards)], cfg.FirstIndex+i)
+		a := newAgent(rt, rt.shards[i%len(rt.shards)], cfg.FirstIndex+i)
+		if cfg.Vary != nil {
+			if err := a.vary(cfg.Vary(a.index)); err != nil {
+				rt.shutdown()
+				return nil, err
+			}
+		}
+		f.agents[i] = a
 	}
 	return f, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"sync"
@@ -53,6 +54,17 @@ type FrameworkConfig struct {
 	// TaskDuration, if non-zero, is put on every task as DurationLabel
 	// (Never: "never"); zero leaves the agents' default.
 	TaskDuration time.Duration
+	// TaskDurationStdDev, if positive, draws each task's duration from a
+	// normal distribution around TaskDuration (at least a tenth of it),
+	// seeded by Seed: the paper's scalability workload (§6.5: mean 30 s,
+	// standard deviation 10 s).
+	TaskDurationStdDev time.Duration
+	// Seed seeds the duration draws, so that runs can be compared.
+	Seed uint64
+	// TasksPerOffer caps the tasks launched on one offer (0: as many as
+	// fit). The paper's scalability frameworks start one task on each
+	// agent they are offered.
+	TasksPerOffer int
 	// RefuseSeconds is the filter on declined offers (default 5).
 	RefuseSeconds float64
 	// HTTPClient sends the framework's requests (default: a plain
@@ -73,6 +85,7 @@ type Framework struct {
 	client *scheduler.Client
 	need   resources.Resources
 	label  *mesos.Labels
+	rng    *rand.Rand // duration draws (loop-owned)
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -112,8 +125,11 @@ func NewFramework(cfg FrameworkConfig) (*Framework, error) {
 	if len(cfg.Masters) == 0 {
 		return nil, errors.New("sim: framework 'Masters' must name at least one master")
 	}
-	if cfg.Tasks < 0 || cfg.LaunchRate < 0 || cfg.RefuseSeconds < 0 || cfg.FailoverTimeout < 0 {
-		return nil, errors.New("sim: framework 'Tasks', 'LaunchRate', 'RefuseSeconds' and 'FailoverTimeout' must not be negative")
+	if cfg.Tasks < 0 || cfg.LaunchRate < 0 || cfg.RefuseSeconds < 0 || cfg.FailoverTimeout < 0 || cfg.TasksPerOffer < 0 {
+		return nil, errors.New("sim: framework 'Tasks', 'LaunchRate', 'RefuseSeconds', 'FailoverTimeout' and 'TasksPerOffer' must not be negative")
+	}
+	if cfg.TaskDurationStdDev < 0 || (cfg.TaskDurationStdDev > 0 && cfg.TaskDuration <= 0) {
+		return nil, errors.New("sim: framework 'TaskDurationStdDev' must not be negative, and needs a positive 'TaskDuration'")
 	}
 	if cfg.Name == "" {
 		cfg.Name = "sim-framework"
@@ -164,12 +180,10 @@ func NewFramework(cfg FrameworkConfig) (*Framework, error) {
 		states: map[string]mesos.TaskState{},
 		done:   make(chan struct{}),
 	}
-	if cfg.TaskDuration != 0 {
-		v := cfg.TaskDuration.String()
-		if cfg.TaskDuration < 0 {
-			v = "never"
-		}
-		f.label = &mesos.Labels{Labels: []*mesos.Label{{Key: proto.String(DurationLabel), Value: proto.String(v)}}}
+	if cfg.TaskDurationStdDev > 0 {
+		f.rng = rand.New(rand.NewPCG(cfg.Seed, 0x5eed))
+	} else if cfg.TaskDuration != 0 {
+		f.label = DurationLabels(cfg.TaskDuration)
 	}
 	f.client = scheduler.New(scheduler.Config{
 		Masters:    cfg.Masters,
@@ -405,7 +419,8 @@ func (f *Framework) fill(o *mesos.Offer) []*mesos.TaskInfo {
 	}
 	offered = offered.WithoutAllocationInfo().Unreserved()
 	var tasks []*mesos.TaskInfo
-	for f.launched < f.cfg.Tasks && (f.cfg.LaunchRate <= 0 || f.tokens >= 1) && offered.Contains(f.need) {
+	for f.launched < f.cfg.Tasks && (f.cfg.LaunchRate <= 0 || f.tokens >= 1) && offered.Contains(f.need) &&
+		(f.cfg.TasksPerOffer == 0 || len(tasks) < f.cfg.TasksPerOffer) {
 		offered = offered.Subtract(f.need)
 		f.launched++
 		if f.cfg.LaunchRate > 0 {
@@ -418,10 +433,30 @@ func (f *Framework) fill(o *mesos.Offer) []*mesos.TaskInfo {
 			AgentId:   o.GetAgentId(),
 			Resources: f.need.Proto(),
 			Command:   &mesos.CommandInfo{Shell: proto.Bool(true), Value: proto.String("true")},
-			Labels:    f.label,
+			Labels:    f.taskLabels(),
 		})
 	}
 	return tasks
+}
+
+// taskLabels is the next task's duration label: the fixed one, or a draw.
+func (f *Framework) taskLabels() *mesos.Labels {
+	if f.rng == nil {
+		return f.label
+	}
+	mean, sd := f.cfg.TaskDuration, f.cfg.TaskDurationStdDev
+	d := max(time.Duration(float64(mean)+f.rng.NormFloat64()*float64(sd)), mean/10)
+	return DurationLabels(d)
+}
+
+// DurationLabels is the label that sets a fake task's duration (Never:
+// until killed) on an emulated agent.
+func DurationLabels(d time.Duration) *mesos.Labels {
+	v := d.String()
+	if d < 0 {
+		v = "never"
+	}
+	return &mesos.Labels{Labels: []*mesos.Label{{Key: proto.String(DurationLabel), Value: proto.String(v)}}}
 }
 
 // refill adds launch tokens for the time since the last offer (at most
