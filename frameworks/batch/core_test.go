@@ -10,6 +10,7 @@ import (
 	"pgregory.net/rapid"
 
 	"mezzo/api/mesos"
+	"mezzo/frameworks/loop"
 	"mezzo/frameworks/offers"
 	"mezzo/resources"
 )
@@ -154,7 +155,7 @@ func TestRetriesThenJobFails(t *testing.T) {
 // Jobs arrive at their submit times.
 func TestSubmission(t *testing.T) {
 	need, _ := offers.ParseNeed("cpus:1")
-	c := newCore([]Job{{Name: "late", Submit: Duration(10 * time.Second), Tasks: []Task{{}}}, {Name: "early", Tasks: []Task{{}}}},
+	c := newCore([]Job{{Name: "late", Submit: loop.Duration(10 * time.Second), Tasks: []Task{{}}}, {Name: "early", Tasks: []Task{{}}}},
 		need, 0, "blocks", 1)
 	if !c.nextSubmit().IsZero() || c.submitDue(t0) != 0 {
 		t.Fatal("jobs submitted before the framework started")
