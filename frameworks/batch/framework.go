@@ -31,6 +31,9 @@ const (
 	DefaultRefuseSeconds = 1.0
 	// DefaultMaxAttempts is how often a task is tried (Hadoop: 4).
 	DefaultMaxAttempts = 4
+	// DefaultDelay is `mezzo batch`'s delay: the paper's 5 s, which gave
+	// 95% locality (§6.3).
+	DefaultDelay = 5 * time.Second
 )
 
 // Config configures the batch framework. Masters and Jobs are required.

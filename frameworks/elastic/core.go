@@ -38,9 +38,10 @@ type core struct {
 	scaleDownAfter time.Duration
 	revocable      bool
 
-	replicas map[string]*replica // live: launched, not ended, not being killed
-	killing  map[string]*replica // killed by us, end not yet confirmed
-	agents   map[string]bool     // agents running one of ours
+	replicas map[string]*replica  // live: launched, not ended, not being killed
+	killing  map[string]*replica  // killed by us, end not yet confirmed
+	agents   map[string]bool      // agents running one of ours
+	avoid    map[string]time.Time // agents where a replica just died, until when
 	seq      int
 	desired  int
 	load     float64
@@ -63,7 +64,8 @@ type replica struct {
 
 func newCore(need offers.Need, target float64, lo, hi int, scaleDownAfter time.Duration, revocable bool) *core {
 	return &core{need: need, target: target, min: lo, max: hi, scaleDownAfter: scaleDownAfter, revocable: revocable,
-		desired: lo, replicas: map[string]*replica{}, killing: map[string]*replica{}, agents: map[string]bool{}}
+		desired: lo, replicas: map[string]*replica{}, killing: map[string]*replica{}, agents: map[string]bool{},
+		avoid: map[string]time.Time{}}
 }
 
 // observe takes the load seen now and returns replicas to kill.
@@ -121,16 +123,23 @@ func (c *core) regular() int {
 	return n
 }
 
+// avoidFor is how long an agent where a replica died unbidden gets no
+// new one, so that a replica that cannot start there (a port taken, a
+// missing binary) does not crash-loop on it.
+const avoidFor = 10 * time.Second
+
 // offered returns the replica to start on an offer, or nil to decline
-// it; hasOne says the agent already runs one of ours.
-func (c *core) offered(o *mesos.Offer, now time.Time) (r *replica, hasOne bool) {
+// it; skip says the agent is not for us for a while (it runs one of ours,
+// or one just died there): decline it with a longer filter.
+func (c *core) offered(o *mesos.Offer, now time.Time) (r *replica, skip bool) {
 	if !c.wantsOffers() {
 		return nil, false
 	}
 	agent := o.GetAgentId().GetValue()
-	if c.agents[agent] {
+	if c.agents[agent] || now.Before(c.avoid[agent]) {
 		return nil, true
 	}
+	delete(c.avoid, agent)
 	rev := offers.NoRevocable
 	if c.revocable && c.regular() >= c.min {
 		rev = offers.PreferRevocable
@@ -156,7 +165,7 @@ func (c *core) offered(o *mesos.Offer, now time.Time) (r *replica, hasOne bool) 
 }
 
 // update applies a status update to a replica.
-func (c *core) update(st *mesos.TaskStatus) {
+func (c *core) update(st *mesos.TaskStatus, now time.Time) {
 	id := st.GetTaskId().GetValue()
 	r, ours := c.replicas[id], false
 	if r == nil {
@@ -177,6 +186,7 @@ func (c *core) update(st *mesos.TaskStatus) {
 		if r.revocable {
 			c.revoked++
 		}
+		c.avoid[r.agent] = now.Add(avoidFor)
 	}
 }
 

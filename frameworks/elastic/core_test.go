@@ -46,7 +46,7 @@ func newTestCore(t *testing.T, revocable bool) *core {
 }
 
 func running(c *core, r *replica) {
-	c.update(&mesos.TaskStatus{TaskId: &mesos.TaskID{Value: proto.String(r.id)}, State: mesos.TaskState_TASK_RUNNING.Enum()})
+	c.update(&mesos.TaskStatus{TaskId: &mesos.TaskID{Value: proto.String(r.id)}, State: mesos.TaskState_TASK_RUNNING.Enum()}, t0)
 }
 
 // The paper's web farm (TR §5.4, §6.5): replicas follow the load, one per
@@ -97,12 +97,12 @@ func TestOneReplicaPerAgent(t *testing.T) {
 	if r, _ := c.offered(offer("s1", ""), t0); r == nil || r.addr != "10.0.0.1:31000" {
 		t.Fatalf("first replica %+v", r)
 	}
-	if r, hasOne := c.offered(offer("s1", ""), t0); r != nil || !hasOne {
+	if r, skip := c.offered(offer("s1", ""), t0); r != nil || !skip {
 		t.Fatal("a second replica on the same agent")
 	}
 	small := offer("s2", "")
 	small.Resources = resources.MustParse("cpus:0.5;mem:1024;ports:[31000-31010]").Proto()
-	if r, hasOne := c.offered(small, t0); r != nil || hasOne {
+	if r, skip := c.offered(small, t0); r != nil || skip {
 		t.Fatal("a replica on too small an offer")
 	}
 }
@@ -126,9 +126,13 @@ func TestRevocableReplicas(t *testing.T) {
 		t.Fatalf("revocable replica took %s", rs[1].res)
 	}
 	// A revocable replica dies (the agent's QoS controller killed it).
-	c.update(&mesos.TaskStatus{TaskId: &mesos.TaskID{Value: proto.String(rs[2].id)}, State: mesos.TaskState_TASK_KILLED.Enum()})
+	c.update(&mesos.TaskStatus{TaskId: &mesos.TaskID{Value: proto.String(rs[2].id)}, State: mesos.TaskState_TASK_KILLED.Enum()}, t0)
 	if c.lost != 1 || c.revoked != 1 || !c.wantsOffers() {
 		t.Fatalf("lost %d revoked %d wants %v", c.lost, c.revoked, c.wantsOffers())
+	}
+	// Its agent is avoided for a while, then usable again.
+	if r, skip := c.offered(offer(rs[2].agent, "cpus:4"), t0.Add(time.Second)); r != nil || !skip {
+		t.Fatal("a replica went straight back to the agent where one just died")
 	}
 	r, _ := c.offered(offer("s9", "cpus:4"), t0.Add(time.Second))
 	running(c, r)

@@ -209,7 +209,7 @@ func (f *Framework) Event(ctx context.Context, ev *schedulerpb.Event, now time.T
 	case schedulerpb.Event_OFFERS:
 		f.offers(ctx, ev.GetOffers().GetOffers(), now)
 	case schedulerpb.Event_UPDATE:
-		f.core.update(ev.GetUpdate().GetStatus())
+		f.core.update(ev.GetUpdate().GetStatus(), now)
 	case schedulerpb.Event_ERROR:
 		f.cfg.Logf("elastic: master error: %s", ev.GetError().GetMessage())
 	}
@@ -239,7 +239,7 @@ func (f *Framework) Done() bool { return f.stop.Load() }
 func (f *Framework) offers(ctx context.Context, os []*mesos.Offer, now time.Time) {
 	var decline, taken []*mesos.OfferID
 	for _, o := range os {
-		r, hasOne := f.core.offered(o, now)
+		r, skip := f.core.offered(o, now)
 		switch {
 		case r != nil:
 			if r.revocable {
@@ -248,9 +248,9 @@ func (f *Framework) offers(ctx context.Context, os []*mesos.Offer, now time.Time
 			if err := f.loop.Client.Launch(ctx, []*mesos.OfferID{o.GetId()}, []*mesos.TaskInfo{f.taskInfo(r)},
 				scheduler.RefuseFor(sameAgentRefuse)); err != nil {
 				f.cfg.Logf("elastic: launching %s on %s: %v", r.id, o.GetHostname(), err)
-				f.core.update(&mesos.TaskStatus{TaskId: &mesos.TaskID{Value: proto.String(r.id)}, State: mesos.TaskState_TASK_LOST.Enum()})
+				f.core.update(&mesos.TaskStatus{TaskId: &mesos.TaskID{Value: proto.String(r.id)}, State: mesos.TaskState_TASK_LOST.Enum()}, now)
 			}
-		case hasOne:
+		case skip:
 			taken = append(taken, o.GetId())
 		default:
 			decline = append(decline, o.GetId())
