@@ -39,6 +39,10 @@ const (
 	// DurationLabel on a TaskInfo overrides the agent's task duration
 	// ("500ms", "2s", "never").
 	DurationLabel = "sim_duration"
+	// DurationEnv in a task's command environment does the same, for
+	// frameworks that set environment variables but not labels (`mezzo
+	// run --env SIM_DURATION=2s`).
+	DurationEnv = "SIM_DURATION"
 	// Version is reported as the agents' version.
 	Version = "sim"
 )

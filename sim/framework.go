@@ -65,6 +65,13 @@ type FrameworkConfig struct {
 	// fit). The paper's scalability frameworks start one task on each
 	// agent they are offered.
 	TasksPerOffer int
+	// WarmTasks: the framework's first WarmTasks tasks run a uniformly
+	// drawn fraction of their drawn duration (with TaskDurationStdDev), as
+	// the tasks found running in a cluster that has been busy for a while
+	// are partway through theirs. A cluster filled at once then ends its
+	// tasks spread over a task length rather than in one wave, and is in
+	// its steady state at once.
+	WarmTasks int
 	// RefuseSeconds is the filter on declined offers (default 5).
 	RefuseSeconds float64
 	// HTTPClient sends the framework's requests (default: a plain
@@ -127,6 +134,9 @@ func NewFramework(cfg FrameworkConfig) (*Framework, error) {
 	}
 	if cfg.Tasks < 0 || cfg.LaunchRate < 0 || cfg.RefuseSeconds < 0 || cfg.FailoverTimeout < 0 || cfg.TasksPerOffer < 0 {
 		return nil, errors.New("sim: framework 'Tasks', 'LaunchRate', 'RefuseSeconds', 'FailoverTimeout' and 'TasksPerOffer' must not be negative")
+	}
+	if cfg.WarmTasks < 0 {
+		return nil, errors.New("sim: framework 'WarmTasks' must not be negative")
 	}
 	if cfg.TaskDurationStdDev < 0 || (cfg.TaskDurationStdDev > 0 && cfg.TaskDuration <= 0) {
 		return nil, errors.New("sim: framework 'TaskDurationStdDev' must not be negative, and needs a positive 'TaskDuration'")
@@ -446,6 +456,9 @@ func (f *Framework) taskLabels() *mesos.Labels {
 	}
 	mean, sd := f.cfg.TaskDuration, f.cfg.TaskDurationStdDev
 	d := max(time.Duration(float64(mean)+f.rng.NormFloat64()*float64(sd)), mean/10)
+	if f.launched > 0 && f.launched <= f.cfg.WarmTasks {
+		d = time.Duration(f.rng.Float64() * float64(d))
+	}
 	return DurationLabels(d)
 }
 
@@ -509,4 +522,37 @@ func (f *Framework) ack(ctx context.Context, st *mesos.TaskStatus) {
 			f.cfg.Logf("sim framework %s: acknowledging %s: %v", f.cfg.Name, st.GetTaskId().GetValue(), err)
 		}
 	}()
+}
+
+// StartFrameworks builds and starts a framework per config, parallel at a
+// time (the schedulers of a cluster start independently, not one after
+// another; 16 if parallel is 0). It returns the frameworks built, started
+// or not, with every error; the caller stops them.
+func StartFrameworks(ctx context.Context, cfgs []FrameworkConfig, parallel int) ([]*Framework, error) {
+	if parallel <= 0 {
+		parallel = 16
+	}
+	fws := make([]*Framework, 0, len(cfgs))
+	errs := make([]error, len(cfgs))
+	sem := make(chan struct{}, parallel)
+	var wg sync.WaitGroup
+	for i, cfg := range cfgs {
+		fw, err := NewFramework(cfg)
+		if err != nil {
+			wg.Wait()
+			return fws, err
+		}
+		fws = append(fws, fw)
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := fw.Start(ctx); err != nil {
+				errs[i] = fmt.Errorf("sim: framework %d (%s): %w", i, cfg.Name, err)
+			}
+		}()
+	}
+	wg.Wait()
+	return fws, errors.Join(errs...)
 }

@@ -144,14 +144,22 @@ func (a *Agent) launch(fw *fwState, ti *mesos.TaskInfo, ex *mesos.ExecutorInfo) 
 	}
 }
 
-// taskDuration is the task's DurationLabel if it has a valid one, else
-// def; negative means never.
+// taskDuration is the task's DurationLabel, or else its command's
+// DurationEnv, if it has a valid one, else def; negative means never.
 func taskDuration(ti *mesos.TaskInfo, def time.Duration) time.Duration {
+	var vals []string
 	for _, l := range ti.GetLabels().GetLabels() {
-		if l.GetKey() != DurationLabel {
-			continue
+		if l.GetKey() == DurationLabel {
+			vals = append(vals, l.GetValue())
 		}
-		v := strings.TrimSpace(l.GetValue())
+	}
+	for _, v := range ti.GetCommand().GetEnvironment().GetVariables() {
+		if v.GetName() == DurationEnv {
+			vals = append(vals, v.GetValue())
+		}
+	}
+	for _, v := range vals {
+		v = strings.TrimSpace(v)
 		if strings.EqualFold(v, "never") {
 			return Never
 		}

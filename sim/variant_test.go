@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"mezzo/api/mesos"
 	"mezzo/api/protocol"
 	"mezzo/resources"
@@ -133,6 +135,25 @@ func TestFrameworkDurationDraws(t *testing.T) {
 	if !same(a, b) || same(a, c) {
 		t.Fatalf("draws not reproducible by seed: %v / %v / %v", a[:3], b[:3], c[:3])
 	}
+	// Warm tasks run a fraction of their draw: shorter on average.
+	f, err := NewFramework(FrameworkConfig{Masters: []string{"127.0.0.1:1"}, Tasks: 1,
+		TaskDuration: 30 * time.Second, TaskDurationStdDev: 10 * time.Second, Seed: 1, WarmTasks: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var warm, cold time.Duration
+	for i := range 200 {
+		f.launched = i + 1
+		d, _ := time.ParseDuration(f.taskLabels().GetLabels()[0].GetValue())
+		if i < 100 {
+			warm += d
+		} else {
+			cold += d
+		}
+	}
+	if warm*3/2 > cold { // a uniform fraction halves the mean
+		t.Fatalf("warm tasks averaged %v, the rest %v", warm/100, cold/100)
+	}
 	if _, err := NewFramework(FrameworkConfig{Masters: []string{"x:1"}, TaskDurationStdDev: time.Second}); err == nil {
 		t.Fatal("a standard deviation without a mean was accepted")
 	}
@@ -148,5 +169,33 @@ func TestFrameworkTasksPerOffer(t *testing.T) {
 	o := &mesos.Offer{Resources: resources.MustParse("cpus:4;mem:1024").Proto()}
 	if n := len(f.fill(o)); n != 1 {
 		t.Fatalf("%d tasks on one offer, want 1", n)
+	}
+}
+
+// A fake task's duration comes from its label, else its command's
+// SIM_DURATION, else the agent's default.
+func TestTaskDurationSources(t *testing.T) {
+	label := func(v string) *mesos.Labels {
+		return &mesos.Labels{Labels: []*mesos.Label{{Key: proto.String(DurationLabel), Value: proto.String(v)}}}
+	}
+	env := func(v string) *mesos.CommandInfo {
+		return &mesos.CommandInfo{Environment: &mesos.Environment{Variables: []*mesos.Environment_Variable{
+			{Name: proto.String(DurationEnv), Value: proto.String(v)}}}}
+	}
+	for _, c := range []struct {
+		name string
+		ti   *mesos.TaskInfo
+		want time.Duration
+	}{
+		{"default", &mesos.TaskInfo{}, 10 * time.Second},
+		{"label", &mesos.TaskInfo{Labels: label("2s")}, 2 * time.Second},
+		{"env", &mesos.TaskInfo{Command: env("1.5s")}, 1500 * time.Millisecond},
+		{"label over env", &mesos.TaskInfo{Labels: label("3s"), Command: env("1s")}, 3 * time.Second},
+		{"never", &mesos.TaskInfo{Command: env("never")}, Never},
+		{"invalid falls back", &mesos.TaskInfo{Labels: label("soon")}, 10 * time.Second},
+	} {
+		if got := taskDuration(c.ti, 10*time.Second); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
 	}
 }

@@ -1,0 +1,284 @@
+package paper
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"mezzo/api/mesos"
+	"mezzo/api/schedulerpb"
+	"mezzo/frameworks/offers"
+	"mezzo/scheduler"
+	"mezzo/sim"
+)
+
+// OverheadConfig is Fig. 10's experiment (§6.5): with the cluster kept
+// fully allocated by 200 frameworks launching tasks of 30 ± 10 s, how
+// long a new framework waits from subscribing until its task runs. Zero
+// fields take the paper's shape (TR §6.6: agents of 8 cpus and 6 GB,
+// tasks of 4 cpus and 3 GB, two per agent).
+type OverheadConfig struct {
+	// Agents are the cluster sizes measured, one fresh master each.
+	Agents []int
+	// Frameworks keep the cluster allocated.
+	Frameworks     int
+	AgentResources string
+	TaskResources  string
+	// TaskMean and TaskStdDev draw the tasks' durations (normal).
+	TaskMean, TaskStdDev time.Duration
+	// Steady is the fraction of the cluster's task slots that must be
+	// running before the probes start.
+	Steady float64
+	// Probes per cluster size, one after another.
+	Probes int
+	// MasterFlags are added to each master's command line.
+	MasterFlags []string
+	// Seed fixes the task durations.
+	Seed uint64
+}
+
+func (c OverheadConfig) normalize() OverheadConfig {
+	if len(c.Agents) == 0 {
+		c.Agents = []int{1000, 5000, 10000, 20000, 50000}
+	}
+	c.Frameworks = cmpOr(c.Frameworks, 200)
+	c.AgentResources = cmpOr(c.AgentResources, "cpus:8;mem:6144;disk:10240;ports:[31000-32000]")
+	c.TaskResources = cmpOr(c.TaskResources, "cpus:4;mem:3072")
+	c.TaskMean = cmpOr(c.TaskMean, 30*time.Second)
+	c.TaskStdDev = cmpOr(c.TaskStdDev, 10*time.Second)
+	c.Steady = cmpOr(c.Steady, 0.95)
+	c.Probes = cmpOr(c.Probes, 40)
+	c.Seed = cmpOr(c.Seed, 1)
+	return c
+}
+
+// OverheadResult is Fig. 10, ours.
+type OverheadResult struct {
+	Config  OverheadConfig  `json:"config"`
+	Machine Machine         `json:"machine"`
+	Points  []OverheadPoint `json:"points"`
+}
+
+// OverheadPoint is one cluster size.
+type OverheadPoint struct {
+	Agents     int `json:"agents"`
+	Frameworks int `json:"frameworks"`
+	// RegisterSeconds: the fleet's registration; RampSeconds: from the
+	// frameworks' start until Steady of the slots ran tasks.
+	RegisterSeconds float64 `json:"register_seconds"`
+	RampSeconds     float64 `json:"ramp_seconds"`
+	// Slots is the cluster's task slots; Running how many ran tasks when
+	// the probes began and (RunningAfter) when they ended.
+	Slots        int `json:"slots"`
+	Running      int `json:"running"`
+	RunningAfter int `json:"running_after"`
+	// TasksPerSecond is the rate at which the frameworks' tasks finished
+	// (and were replaced) while the probes ran: the master's load.
+	TasksPerSecond float64 `json:"tasks_per_second"`
+	// Probe latencies, milliseconds from SUBSCRIBE sent to TASK_RUNNING
+	// received: the paper's overhead (which also counted the task's
+	// end), as mean, median, 99th percentile and maximum.
+	Probes int     `json:"probes"`
+	MeanMS float64 `json:"mean_ms"`
+	P50MS  float64 `json:"p50_ms"`
+	P99MS  float64 `json:"p99_ms"`
+	MaxMS  float64 `json:"max_ms"`
+	// The parts' medians: SUBSCRIBE → SUBSCRIBED, SUBSCRIBED → first
+	// offer that fits, ACCEPT sent → TASK_RUNNING.
+	SubscribeP50MS float64 `json:"subscribe_p50_ms"`
+	OfferP50MS     float64 `json:"offer_p50_ms"`
+	LaunchP50MS    float64 `json:"launch_p50_ms"`
+}
+
+// Overhead measures each cluster size in turn.
+func Overhead(ctx context.Context, env Env, cfg OverheadConfig) (*OverheadResult, error) {
+	cfg = cfg.normalize()
+	res := &OverheadResult{Config: cfg, Machine: machine()}
+	for _, n := range cfg.Agents {
+		env.logf("overhead: %d agents, %d frameworks", n, cfg.Frameworks)
+		p, err := overheadPoint(ctx, env, cfg, n)
+		if err != nil {
+			return nil, fmt.Errorf("%d agents: %w", n, err)
+		}
+		env.logf("overhead: %d agents: p50 %.1f ms, p99 %.1f ms (%d probes, %.0f tasks/s, %d/%d slots running)",
+			n, p.P50MS, p.P99MS, p.Probes, p.TasksPerSecond, p.Running, p.Slots)
+		res.Points = append(res.Points, *p)
+	}
+	return res, nil
+}
+
+func overheadPoint(ctx context.Context, env Env, cfg OverheadConfig, agents int) (*OverheadPoint, error) {
+	need, err := offers.ParseNeed(cfg.TaskResources)
+	if err != nil {
+		return nil, err
+	}
+	t0 := time.Now()
+	c, err := startCluster(ctx, env, sim.FleetConfig{Agents: agents, Agent: sim.AgentConfig{Resources: cfg.AgentResources}},
+		cfg.MasterFlags...)
+	if err != nil {
+		return nil, err
+	}
+	defer c.close()
+	pt := &OverheadPoint{Agents: agents, Frameworks: cfg.Frameworks, RegisterSeconds: time.Since(t0).Seconds()}
+	avail, err := resourcesOf(cfg.AgentResources)
+	if err != nil {
+		return nil, err
+	}
+	pt.Slots = agents * offers.Count(avail, need, offers.NoRevocable)
+
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	cfgs := make([]sim.FrameworkConfig, cfg.Frameworks)
+	for i := range cfgs {
+		// The first tasks are "warm": as if the cluster had been busy
+		// before, they end spread over a task length, not in one wave.
+		cfgs[i] = sim.FrameworkConfig{Masters: []string{c.addr}, Name: "load-" + strconv.Itoa(i), Tasks: math.MaxInt32,
+			TaskResources: cfg.TaskResources, TaskDuration: cfg.TaskMean, TaskDurationStdDev: cfg.TaskStdDev,
+			Seed: cfg.Seed + uint64(i), TasksPerOffer: 1, HTTPClient: client,
+			WarmTasks: (pt.Slots + cfg.Frameworks - 1) / cfg.Frameworks}
+	}
+	t1 := time.Now()
+	fws, err := sim.StartFrameworks(ctx, cfgs, 16)
+	defer func() {
+		for _, fw := range fws {
+			fw.Stop()
+		}
+	}()
+	if err != nil {
+		return nil, err
+	}
+	stats := func() (running, ended int) {
+		for _, fw := range fws {
+			s := fw.Stats()
+			running += s.Running
+			ended += s.Finished + s.Failed
+		}
+		return running, ended
+	}
+	want := int(math.Ceil(cfg.Steady * float64(pt.Slots)))
+	for {
+		if r, _ := stats(); r >= want {
+			pt.Running = r
+			break
+		}
+		if time.Since(t1) > 5*time.Minute {
+			r, _ := stats()
+			return nil, fmt.Errorf("only %d of %d slots running after 5 minutes", r, pt.Slots)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond): // polling the frameworks' counts
+		}
+	}
+	pt.RampSeconds = time.Since(t1).Seconds()
+	env.logf("overhead: %d agents: %d/%d slots running after %.1fs", agents, pt.Running, pt.Slots, pt.RampSeconds)
+	// Let the churn settle for a little while (a tenth of a task length).
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(cfg.TaskMean / 10):
+	}
+
+	_, endedBefore := stats()
+	probeStart := time.Now()
+	var total, sub, offer, launch []float64
+	probeClient := &http.Client{}
+	for i := range cfg.Probes {
+		r, err := probe(ctx, c.addr, probeClient, i, cfg.TaskResources)
+		if err != nil {
+			return nil, fmt.Errorf("probe %d: %w", i, err)
+		}
+		total = append(total, ms(r.running))
+		sub = append(sub, ms(r.subscribed))
+		offer = append(offer, ms(r.offered-r.subscribed))
+		launch = append(launch, ms(r.running-r.launched))
+	}
+	running, endedAfter := stats()
+	pt.RunningAfter = running
+	pt.TasksPerSecond = float64(endedAfter-endedBefore) / time.Since(probeStart).Seconds()
+	pt.Probes = len(total)
+	pt.MeanMS = mean(total)
+	pt.P50MS, pt.P99MS, pt.MaxMS = quantile(total, 0.5), quantile(total, 0.99), quantile(total, 1)
+	pt.SubscribeP50MS, pt.OfferP50MS, pt.LaunchP50MS = quantile(sub, 0.5), quantile(offer, 0.5), quantile(launch, 0.5)
+	return pt, nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// probeTimes are a probe's moments, from its SUBSCRIBE.
+type probeTimes struct {
+	subscribed, offered, launched, running time.Duration
+}
+
+// probe is the paper's test framework: it subscribes, takes the first
+// offer with room for one task (a 10 s one), and returns once the task
+// runs, tearing itself down.
+func probe(ctx context.Context, addr string, client *http.Client, i int, taskResources string) (probeTimes, error) {
+	need, err := offers.ParseNeed(taskResources)
+	if err != nil {
+		return probeTimes{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	c := scheduler.New(scheduler.Config{Masters: []string{addr}, HTTPClient: client,
+		Framework: &mesos.FrameworkInfo{User: proto.String("sim"), Name: proto.String("probe-" + strconv.Itoa(i))}})
+	defer func() {
+		tctx, tcancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer tcancel()
+		c.Teardown(tctx)
+	}()
+	var pt probeTimes
+	start := time.Now()
+	events, err := c.Subscribe(ctx)
+	if err != nil {
+		return pt, err
+	}
+	taskID := &mesos.TaskID{Value: proto.String("probe-" + strconv.Itoa(i))}
+	launched := false
+	for ev := range events {
+		switch ev.GetType() {
+		case schedulerpb.Event_SUBSCRIBED:
+			pt.subscribed = time.Since(start)
+		case schedulerpb.Event_OFFERS:
+			var decline []*mesos.OfferID
+			for _, o := range ev.GetOffers().GetOffers() {
+				got, _, ok := offers.Take(offers.Available(o), need, offers.NoRevocable)
+				if launched || !ok {
+					decline = append(decline, o.GetId())
+					continue
+				}
+				pt.offered = time.Since(start)
+				task := &mesos.TaskInfo{Name: proto.String("probe"), TaskId: taskID, AgentId: o.GetAgentId(),
+					Resources: got.Proto(), Labels: sim.DurationLabels(10 * time.Second),
+					Command: &mesos.CommandInfo{Shell: proto.Bool(true), Value: proto.String("sleep 10")}}
+				pt.launched = time.Since(start)
+				if err := c.Launch(ctx, []*mesos.OfferID{o.GetId()}, []*mesos.TaskInfo{task}, nil); err != nil {
+					return pt, err
+				}
+				launched = true
+			}
+			if len(decline) > 0 {
+				c.Decline(ctx, decline, nil)
+			}
+		case schedulerpb.Event_UPDATE:
+			st := ev.GetUpdate().GetStatus()
+			c.Acknowledge(ctx, st)
+			if st.GetTaskId().GetValue() != taskID.GetValue() {
+				continue
+			}
+			if st.GetState() == mesos.TaskState_TASK_RUNNING {
+				pt.running = time.Since(start)
+				return pt, nil
+			}
+			if mesos.IsTerminal(st.GetState()) {
+				return pt, fmt.Errorf("the probe task ended %s: %s", st.GetState(), st.GetMessage())
+			}
+		}
+	}
+	return pt, fmt.Errorf("the subscription ended: %v", c.Err())
+}
