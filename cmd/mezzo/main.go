@@ -31,7 +31,7 @@ var commands = map[string]subcommand{
 	"elastic":          {"run a web service scaled with its load: elastic [replica|load]", runElastic},
 	"executor":         {"the built-in command executor (started by agents)", runCommandExecutor},
 	"default-executor": {"the built-in task group executor (started by agents)", runDefaultExecutor},
-	"bench":            {"reproducible benchmarks: bench allocator|registrar|failover|launch", runBench},
+	"bench":            {"reproducible benchmarks: bench allocator|registrar|failover|launch|paper", runBench},
 	"version":          {"print the version", runVersion},
 }
 
