@@ -96,8 +96,9 @@ type Framework struct {
 
 	cancel context.CancelFunc
 	done   chan struct{}
-	acks   sync.WaitGroup
-	ackSem chan struct{}
+	// sem bounds the calls in flight off the loop; inflight counts them.
+	sem      chan struct{}
+	inflight sync.WaitGroup
 
 	// Loop-owned.
 	launched   int
@@ -186,7 +187,7 @@ func NewFramework(cfg FrameworkConfig) (*Framework, error) {
 	f := &Framework{
 		cfg:    cfg,
 		need:   need,
-		ackSem: make(chan struct{}, 16),
+		sem:    make(chan struct{}, 8),
 		states: map[string]mesos.TaskState{},
 		done:   make(chan struct{}),
 	}
@@ -231,7 +232,7 @@ func (f *Framework) Stop() {
 		f.cancel()
 	}
 	<-f.done
-	f.acks.Wait()
+	f.inflight.Wait()
 }
 
 // Teardown removes the framework from the cluster (its tasks are killed)
@@ -402,7 +403,7 @@ func (f *Framework) offers(ctx context.Context, offers []*mesos.Offer) {
 		}
 		ids := []*mesos.OfferID{o.GetId()}
 		filters := scheduler.RefuseFor(f.cfg.RefuseSeconds)
-		f.call(func() error { return f.client.Launch(ctx, ids, tasks, filters) })
+		f.async(ctx, func() error { return f.client.Launch(ctx, ids, tasks, filters) }, f.logError("launch"))
 	}
 	f.mu.Lock()
 	f.stats.Offers += len(offers)
@@ -410,7 +411,7 @@ func (f *Framework) offers(ctx context.Context, offers []*mesos.Offer) {
 	f.stats.Launched = f.launched
 	f.mu.Unlock()
 	if len(decline) > 0 {
-		f.call(func() error { return f.client.Decline(ctx, decline, scheduler.RefuseFor(f.cfg.RefuseSeconds)) })
+		f.async(ctx, func() error { return f.client.Decline(ctx, decline, scheduler.RefuseFor(f.cfg.RefuseSeconds)) }, f.logError("decline"))
 	}
 	if f.launched >= f.cfg.Tasks && !f.suppressed {
 		// Nothing left to launch: stop offers, as a well-behaved
@@ -488,6 +489,15 @@ func (f *Framework) refill() {
 	f.lastRefill = now
 }
 
+// logError logs a failed asynchronous call.
+func (f *Framework) logError(what string) func(error) {
+	return func(err error) {
+		if err != nil {
+			f.cfg.Logf("sim framework %s: %s: %v", f.cfg.Name, what, err)
+		}
+	}
+}
+
 // call makes a call to the master on the loop, counting failures.
 func (f *Framework) call(fn func() error) {
 	if err := fn(); err != nil {
@@ -498,29 +508,42 @@ func (f *Framework) call(fn func() error) {
 	}
 }
 
-// ack acknowledges an update off the loop (a bounded number at once), so
-// that a burst of updates does not serialize behind round trips.
+// ack acknowledges an update off the loop.
 func (f *Framework) ack(ctx context.Context, st *mesos.TaskStatus) {
+	f.async(ctx, func() error { return f.client.Acknowledge(ctx, st) }, func(err error) {
+		if err == nil {
+			f.stats.Acked++
+			return
+		}
+		f.cfg.Logf("sim framework %s: acknowledging %s: %v", f.cfg.Name, st.GetTaskId().GetValue(), err)
+	})
+}
+
+// async makes a call off the loop, a bounded number at once, and counts
+// its outcome (done runs under f.mu). Every call to the master waits for
+// the master's event loop; a framework that made them one after another
+// would be paced by that round trip, not by its offers and updates (a
+// Mesos scheduler driver does not wait either: its messages are one-way).
+// Answers to different offers, and acknowledgements, need no order.
+func (f *Framework) async(ctx context.Context, call func() error, done func(err error)) {
 	select {
-	case f.ackSem <- struct{}{}:
+	case f.sem <- struct{}{}:
 	case <-ctx.Done():
 		return
 	}
-	f.acks.Add(1)
+	f.inflight.Add(1)
 	go func() {
-		defer f.acks.Done()
-		defer func() { <-f.ackSem }()
-		err := f.client.Acknowledge(ctx, st)
+		defer f.inflight.Done()
+		defer func() { <-f.sem }()
+		err := call()
 		f.mu.Lock()
 		if err != nil {
 			f.stats.CallErrors++
-		} else {
-			f.stats.Acked++
+		}
+		if done != nil {
+			done(err)
 		}
 		f.mu.Unlock()
-		if err != nil {
-			f.cfg.Logf("sim framework %s: acknowledging %s: %v", f.cfg.Name, st.GetTaskId().GetValue(), err)
-		}
 	}()
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -30,6 +31,7 @@ func benchPaper(args []string, stdout, stderr io.Writer) int {
 	verbose := fs.Bool("v", false, "log progress to stderr")
 	dir := fs.String("dir", "", "work directory for the masters (default: a temporary one, removed afterwards)")
 	seed := fs.Uint64("seed", 1, "seed of the workloads (same seed, same jobs, blocks and durations)")
+	cpuProfile := fs.String("cpuprofile", "", "write this process's CPU profile (the emulated agents and frameworks) to this file")
 	tune := emulationFlags(fs)
 	var run func(ctx context.Context, env paper.Env) (any, error)
 	switch name {
@@ -124,6 +126,20 @@ func benchPaper(args []string, stdout, stderr io.Writer) int {
 	defer cleanup()
 	ctx, cancel := signalContext()
 	defer cancel()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "mezzo bench paper: --cpuprofile: %v\n", err)
+			return 1
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		}()
+	}
 	t0 := time.Now()
 	res, err := run(ctx, env)
 	if err != nil {
