@@ -33,6 +33,9 @@ type Agent struct {
 	// agent (FleetConfig.Vary); read-only once the agent exists.
 	res   []*mesos.Resource
 	attrs []*mesos.Attribute
+	// preload are tasks it runs from the start (FleetConfig.Vary),
+	// adopted on its loop at Start.
+	preload []RunningTask
 
 	// Published for other goroutines.
 	pubID     atomic.Pointer[string]
@@ -58,6 +61,15 @@ type Agent struct {
 	pingTimeout time.Duration
 	pingTimer   *loopTimer
 	fws         map[string]*fwState // lazily allocated
+	// warm are the preloaded tasks whose end is armed at the first
+	// registration.
+	warm []warmTask
+}
+
+// warmTask is a preloaded task waiting for the agent's registration.
+type warmTask struct {
+	t *simTask
+	d time.Duration
 }
 
 // NewAgent returns a lone emulated agent with its own connection, loop and
@@ -89,6 +101,7 @@ func (a *Agent) Start() {
 			return
 		}
 		a.started = true
+		a.adoptPreload()
 		a.connect()
 	})
 }
@@ -472,6 +485,11 @@ func (a *Agent) onSubscribed(s *protocol.AgentEvent_Subscribed) {
 	a.firstAt.CompareAndSwap(0, now)
 	a.rt.counters.registrations.Add(1)
 	a.setRegistered(true)
+	for _, w := range a.warm {
+		w.t.task.AgentId = agentIDProto(id)
+		a.finishAfter(w.t, w.d)
+	}
+	a.warm = nil
 	if len(a.rt.over) > 0 {
 		// A (re-)registered agent tells the master its estimate at once,
 		// as the real agent's forwarder does after registering.
@@ -531,5 +549,11 @@ func (a *Agent) vary(v AgentVariant) error {
 	if v.Attributes != nil {
 		a.attrs = textAttributes(v.Attributes)
 	}
+	for i, rt := range v.Tasks {
+		if rt.Framework.GetId().GetValue() == "" || rt.TaskID == "" {
+			return fmt.Errorf("sim: agent %d: variant task %d needs a framework id and a task id", a.index, i)
+		}
+	}
+	a.preload = v.Tasks
 	return nil
 }

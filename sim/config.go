@@ -30,6 +30,9 @@ const (
 	// DefaultStatusRetry is how long an unacknowledged status update waits
 	// before it is sent again (Mesos's STATUS_UPDATE_RETRY_INTERVAL_MIN).
 	DefaultStatusRetry = 10 * time.Second
+	// MaxStatusRetry bounds the doubling of an update's retry interval
+	// (Mesos's STATUS_UPDATE_RETRY_INTERVAL_MAX).
+	MaxStatusRetry = 10 * time.Minute
 	// DefaultPingInterval and DefaultMaxMissed apply when SUBSCRIBED does
 	// not say (--agent_ping_timeout 15 s, --max_agent_ping_timeouts 5).
 	DefaultPingInterval = 15 * time.Second
@@ -74,8 +77,9 @@ type AgentConfig struct {
 	// TASK_FINISHED; Never (or any negative value) runs it until killed.
 	// Zero finishes it as soon as TASK_RUNNING is acknowledged.
 	TaskDuration time.Duration
-	// StatusRetry is the resend interval of unacknowledged updates
-	// (default 10 s).
+	// StatusRetry is the first resend interval of an unacknowledged
+	// update (default 10 s); each further resend of the same update waits
+	// twice as long, up to MaxStatusRetry.
 	StatusRetry time.Duration
 	// RegistrationBackoff and MaxRegistrationBackoff bound the random
 	// delay before a reconnection attempt (defaults 1 s and 1 min).

@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"sync"
 	"time"
+
+	"mezzo/api/mesos"
 )
 
 // FleetConfig configures a Fleet.
@@ -42,6 +44,27 @@ type AgentVariant struct {
 	Resources string
 	// Attributes, name → text value, replace the template's.
 	Attributes map[string]string
+	// Tasks the agent is already running when it starts.
+	Tasks []RunningTask
+}
+
+// RunningTask is a fake task an agent runs from the start, as if the
+// cluster had been busy before the emulation began: the agent reports it
+// when it registers (as every agent does when it re-registers with a new
+// master after a failover) and finishes it Duration after registering.
+// Its framework must be subscribed already, or the master ignores it.
+// A fleet of busy agents is in its steady state at once, without
+// launching every task first.
+type RunningTask struct {
+	// Framework is the task's framework; its id is required.
+	Framework *mesos.FrameworkInfo
+	TaskID    string
+	// Resources are the task's; they are shared, not copied: do not
+	// change them.
+	Resources []*mesos.Resource
+	// Duration is how long the task runs on after the agent registers
+	// (Never: until killed).
+	Duration time.Duration
 }
 
 // Fleet is many emulated agents in one process. They share one HTTP/2

@@ -65,13 +65,9 @@ type FrameworkConfig struct {
 	// fit). The paper's scalability frameworks start one task on each
 	// agent they are offered.
 	TasksPerOffer int
-	// WarmTasks: the framework's first WarmTasks tasks run a uniformly
-	// drawn fraction of their drawn duration (with TaskDurationStdDev), as
-	// the tasks found running in a cluster that has been busy for a while
-	// are partway through theirs. A cluster filled at once then ends its
-	// tasks spread over a task length rather than in one wave, and is in
-	// its steady state at once.
-	WarmTasks int
+	// CallsInFlight bounds the launches, declines and acknowledgements the
+	// framework has outstanding at once (default 8).
+	CallsInFlight int
 	// RefuseSeconds is the filter on declined offers (default 5).
 	RefuseSeconds float64
 	// HTTPClient sends the framework's requests (default: a plain
@@ -136,8 +132,11 @@ func NewFramework(cfg FrameworkConfig) (*Framework, error) {
 	if cfg.Tasks < 0 || cfg.LaunchRate < 0 || cfg.RefuseSeconds < 0 || cfg.FailoverTimeout < 0 || cfg.TasksPerOffer < 0 {
 		return nil, errors.New("sim: framework 'Tasks', 'LaunchRate', 'RefuseSeconds', 'FailoverTimeout' and 'TasksPerOffer' must not be negative")
 	}
-	if cfg.WarmTasks < 0 {
-		return nil, errors.New("sim: framework 'WarmTasks' must not be negative")
+	if cfg.CallsInFlight < 0 {
+		return nil, errors.New("sim: framework 'CallsInFlight' must not be negative")
+	}
+	if cfg.CallsInFlight == 0 {
+		cfg.CallsInFlight = 8
 	}
 	if cfg.TaskDurationStdDev < 0 || (cfg.TaskDurationStdDev > 0 && cfg.TaskDuration <= 0) {
 		return nil, errors.New("sim: framework 'TaskDurationStdDev' must not be negative, and needs a positive 'TaskDuration'")
@@ -187,7 +186,7 @@ func NewFramework(cfg FrameworkConfig) (*Framework, error) {
 	f := &Framework{
 		cfg:    cfg,
 		need:   need,
-		sem:    make(chan struct{}, 8),
+		sem:    make(chan struct{}, cfg.CallsInFlight),
 		states: map[string]mesos.TaskState{},
 		done:   make(chan struct{}),
 	}
@@ -456,11 +455,13 @@ func (f *Framework) taskLabels() *mesos.Labels {
 		return f.label
 	}
 	mean, sd := f.cfg.TaskDuration, f.cfg.TaskDurationStdDev
-	d := max(time.Duration(float64(mean)+f.rng.NormFloat64()*float64(sd)), mean/10)
-	if f.launched > 0 && f.launched <= f.cfg.WarmTasks {
-		d = time.Duration(f.rng.Float64() * float64(d))
-	}
-	return DurationLabels(d)
+	return DurationLabels(NormalDuration(f.rng, mean, sd))
+}
+
+// NormalDuration draws a duration from a normal distribution around mean,
+// at least a tenth of the mean.
+func NormalDuration(r *rand.Rand, mean, sd time.Duration) time.Duration {
+	return max(time.Duration(float64(mean)+r.NormFloat64()*float64(sd)), mean/10)
 }
 
 // DurationLabels is the label that sets a fake task's duration (Never:

@@ -10,6 +10,7 @@ import (
 
 	"mezzo/api/mesos"
 	"mezzo/api/protocol"
+	"mezzo/internal/clock"
 	"mezzo/resources"
 )
 
@@ -135,25 +136,6 @@ func TestFrameworkDurationDraws(t *testing.T) {
 	if !same(a, b) || same(a, c) {
 		t.Fatalf("draws not reproducible by seed: %v / %v / %v", a[:3], b[:3], c[:3])
 	}
-	// Warm tasks run a fraction of their draw: shorter on average.
-	f, err := NewFramework(FrameworkConfig{Masters: []string{"127.0.0.1:1"}, Tasks: 1,
-		TaskDuration: 30 * time.Second, TaskDurationStdDev: 10 * time.Second, Seed: 1, WarmTasks: 100})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var warm, cold time.Duration
-	for i := range 200 {
-		f.launched = i + 1
-		d, _ := time.ParseDuration(f.taskLabels().GetLabels()[0].GetValue())
-		if i < 100 {
-			warm += d
-		} else {
-			cold += d
-		}
-	}
-	if warm*3/2 > cold { // a uniform fraction halves the mean
-		t.Fatalf("warm tasks averaged %v, the rest %v", warm/100, cold/100)
-	}
 	if _, err := NewFramework(FrameworkConfig{Masters: []string{"x:1"}, TaskDurationStdDev: time.Second}); err == nil {
 		t.Fatal("a standard deviation without a mean was accepted")
 	}
@@ -197,5 +179,47 @@ func TestTaskDurationSources(t *testing.T) {
 		if got := taskDuration(c.ti, 10*time.Second); got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+// An agent with preloaded tasks reports them running in its first
+// SUBSCRIBE and finishes each its duration after registering.
+func TestAgentPreloadedTasks(t *testing.T) {
+	fm := newFakeMaster(t, 0)
+	fw := &mesos.FrameworkInfo{Id: fwID("F1"), Name: proto.String("busy"), User: proto.String("u")}
+	res := resources.MustParse("cpus:1;mem:64").Proto()
+	fc := clock.NewFake(time.Unix(1_700_000_000, 0))
+	f, err := NewFleet(FleetConfig{Agents: 1, Agent: AgentConfig{Masters: []string{fm.addr}, Clock: fc},
+		Vary: func(int) AgentVariant {
+			return AgentVariant{Tasks: []RunningTask{
+				{Framework: fw, TaskID: "short", Resources: res, Duration: 5 * time.Second},
+				{Framework: fw, TaskID: "forever", Resources: res, Duration: Never},
+			}}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Stop()
+	f.Start()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := f.WaitRegistered(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	sub := fm.subscriptions()[0]
+	if len(sub.GetTasks()) != 2 || len(sub.GetFrameworks()) != 1 || sub.GetTasks()[0].GetState() != mesos.TaskState_TASK_RUNNING {
+		t.Fatalf("SUBSCRIBE reported tasks %v, frameworks %v", sub.GetTasks(), sub.GetFrameworks())
+	}
+	ta := &testAgent{Agent: f.Agents()[0], fm: fm, fc: fc}
+	c, _ := ta.awaitCall("TASK_FINISHED of the short task", 0, time.Second, statusCall("short", mesos.TaskState_TASK_FINISHED))
+	if c.GetStatusUpdate().GetStatus().GetAgentId().GetValue() != ta.ID() {
+		t.Fatalf("update %v", c.GetStatusUpdate().GetStatus())
+	}
+	if st, _ := ta.State(); st.Tasks["F1"]["forever"] != mesos.TaskState_TASK_RUNNING {
+		t.Fatalf("tasks %v", st.Tasks)
+	}
+	if _, err := NewFleet(FleetConfig{Agents: 1, Agent: AgentConfig{Masters: []string{fm.addr}},
+		Vary: func(int) AgentVariant { return AgentVariant{Tasks: []RunningTask{{TaskID: "x"}}} }}); err == nil {
+		t.Fatal("a preloaded task without a framework id was accepted")
 	}
 }

@@ -67,16 +67,18 @@ func benchPaper(args []string, stdout, stderr io.Writer) int {
 		c := paper.OverheadConfig{}
 		agents := fs.String("agents", "1000,5000,10000,20000,50000", "cluster sizes to measure")
 		fs.IntVar(&c.Frameworks, "frameworks", 200, "frameworks keeping the cluster busy")
-		fs.IntVar(&c.Probes, "probes", 40, "probe frameworks per cluster size")
+		fs.IntVar(&c.Probes, "probes", 50, "probe frameworks per cluster size")
+		probeTimeout := durationFlag(fs, "probe_timeout", 30*time.Second, "a probe whose task has not run after this long counts as taking this long")
 		mean := durationFlag(fs, "task_mean", 30*time.Second, "the busy frameworks' mean task duration")
 		sd := durationFlag(fs, "task_stddev", 10*time.Second, "its standard deviation")
 		interval := durationFlag(fs, "allocation_interval", time.Second, "the master's --allocation_interval")
+		fs.Float64Var(&c.MaxChurn, "max_churn", 100, "cap on tasks ending per second: past it, tasks run longer than --task_mean (0: the paper's load at every size)")
 		run = func(ctx context.Context, env paper.Env) (any, error) {
 			ns, err := parseInts(*agents)
 			if err != nil {
 				return nil, fmt.Errorf("--agents: %w", err)
 			}
-			c.Agents, c.TaskMean, c.TaskStdDev, c.Seed = ns, *mean, *sd, *seed
+			c.Agents, c.TaskMean, c.TaskStdDev, c.Seed, c.ProbeTimeout = ns, *mean, *sd, *seed, *probeTimeout
 			c.MasterFlags = []string{"--allocation_interval=" + interval.String()}
 			return paper.Overhead(ctx, env, c)
 		}
@@ -247,4 +249,3 @@ func parseDurations(s string) ([]time.Duration, error) {
 	}
 	return out, nil
 }
-

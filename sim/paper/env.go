@@ -9,6 +9,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"runtime"
 	"slices"
 	"sync"
@@ -34,15 +35,24 @@ func (e Env) logf(format string, args ...any) {
 	}
 }
 
-// Machine describes where a run happened, for docs/paper.md.
+// Machine describes where a run happened, for docs/paper.md. The load
+// averages say how much else the machine was running: on a shared
+// machine they explain much of the spread between runs.
 type Machine struct {
 	CPUs      int    `json:"cpus"`
 	GoVersion string `json:"go"`
 	Date      string `json:"date"`
+	// LoadStart is /proc/loadavg's 1, 5 and 15-minute averages when the
+	// experiment started.
+	LoadStart [3]float64 `json:"load_start"`
 }
 
 func machine() Machine {
-	return Machine{CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), Date: time.Now().UTC().Format(time.RFC3339)}
+	m := Machine{CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), Date: time.Now().UTC().Format(time.RFC3339)}
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		fmt.Sscan(string(b), &m.LoadStart[0], &m.LoadStart[1], &m.LoadStart[2])
+	}
+	return m
 }
 
 // cluster is one experiment's master and emulated agents.
@@ -54,15 +64,32 @@ type cluster struct {
 
 // startCluster starts a master with flags and registers a fleet.
 func startCluster(ctx context.Context, env Env, fc sim.FleetConfig, flags ...string) (*cluster, error) {
+	c, err := startMaster(ctx, env, flags...)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.startFleet(ctx, env, fc); err != nil {
+		c.stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+// startMaster starts a master with flags; startFleet adds the agents.
+func startMaster(ctx context.Context, env Env, flags ...string) (*cluster, error) {
 	addr, stop, err := env.Master(ctx, flags...)
 	if err != nil {
 		return nil, fmt.Errorf("starting the master: %w", err)
 	}
-	fc.Agent.Masters = []string{addr}
+	return &cluster{addr: addr, stop: stop}, nil
+}
+
+// startFleet registers a fleet with the cluster's master.
+func (c *cluster) startFleet(ctx context.Context, env Env, fc sim.FleetConfig) error {
+	fc.Agent.Masters = []string{c.addr}
 	fleet, err := sim.NewFleet(fc)
 	if err != nil {
-		stop()
-		return nil, err
+		return err
 	}
 	t0 := time.Now()
 	fleet.Start()
@@ -70,15 +97,17 @@ func startCluster(ctx context.Context, env Env, fc sim.FleetConfig, flags ...str
 	defer cancel()
 	if err := fleet.WaitRegistered(wctx, fc.Agents); err != nil {
 		fleet.Stop()
-		stop()
-		return nil, err
+		return err
 	}
-	env.logf("%d agents registered with %s in %.1fs", fc.Agents, addr, time.Since(t0).Seconds())
-	return &cluster{addr: addr, stop: stop, fleet: fleet}, nil
+	env.logf("%d agents registered with %s in %.1fs", fc.Agents, c.addr, time.Since(t0).Seconds())
+	c.fleet = fleet
+	return nil
 }
 
 func (c *cluster) close() {
-	c.fleet.Stop()
+	if c.fleet != nil {
+		c.fleet.Stop()
+	}
 	c.stop()
 }
 
@@ -176,3 +205,20 @@ func runAll(fns ...func() error) error {
 
 // resourcesOf parses a resources text.
 func resourcesOf(text string) (resources.Resources, error) { return resources.Parse(text, "*") }
+
+// getJSON GETs url into v.
+func getJSON(ctx context.Context, client *http.Client, url string, v any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return json.NewDecoder(resp.Body).Decode(v)
+}

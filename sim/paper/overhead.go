@@ -2,6 +2,7 @@ package paper
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -31,12 +32,17 @@ type OverheadConfig struct {
 	TaskResources  string
 	// TaskMean and TaskStdDev draw the tasks' durations (normal).
 	TaskMean, TaskStdDev time.Duration
-	// Steady is the fraction of the cluster's task slots that must be
-	// running before the probes start (or the most that will: see
-	// OverheadPoint.Running).
+	// Steady is the fraction of the cluster's cpus that must be allocated
+	// before the probes start (or the most that will be: see
+	// OverheadPoint.Allocated).
 	Steady float64
-	// Probes per cluster size, one after another.
-	Probes int
+	// MaxChurn caps the tasks ending (and replaced) per second: where
+	// Slots/TaskMean would exceed it, tasks run longer (0: no cap).
+	MaxChurn float64
+	// Probes per cluster size, one after another; a probe whose task has
+	// not run after ProbeTimeout counts as taking that long.
+	Probes       int
+	ProbeTimeout time.Duration
 	// MasterFlags are added to each master's command line.
 	MasterFlags []string
 	// Seed fixes the task durations.
@@ -53,7 +59,8 @@ func (c OverheadConfig) normalize() OverheadConfig {
 	c.TaskMean = cmpOr(c.TaskMean, 30*time.Second)
 	c.TaskStdDev = cmpOr(c.TaskStdDev, 10*time.Second)
 	c.Steady = cmpOr(c.Steady, 0.95)
-	c.Probes = cmpOr(c.Probes, 40)
+	c.Probes = cmpOr(c.Probes, 50)
+	c.ProbeTimeout = cmpOr(c.ProbeTimeout, 30*time.Second)
 	c.Seed = cmpOr(c.Seed, 1)
 	return c
 }
@@ -69,14 +76,21 @@ type OverheadResult struct {
 type OverheadPoint struct {
 	Agents     int `json:"agents"`
 	Frameworks int `json:"frameworks"`
-	// RegisterSeconds: the fleet's registration; RampSeconds: from the
-	// frameworks' start until Steady of the slots ran tasks.
+	// RegisterSeconds: the fleet's registration, its tasks with it;
+	// RampSeconds: then until the master's account showed Steady of the
+	// cpus allocated. TaskMeanSeconds is the tasks' mean length (the
+	// paper's 30 s, longer where MaxChurn capped the churn).
 	RegisterSeconds float64 `json:"register_seconds"`
 	RampSeconds     float64 `json:"ramp_seconds"`
-	// Slots is the cluster's task slots; Running how many ran tasks when
-	// the probes began and (RunningAfter) when they ended. Below Steady of
-	// Slots, the master did not keep the cluster busy (or the load stopped
-	// growing for another reason): probes then find free resources sooner.
+	TaskMeanSeconds float64 `json:"task_mean_seconds"`
+	// Allocated is the fraction of the cluster's cpus the frameworks held
+	// (in the master's account: tasks launched and not ended) when the
+	// probes began. Below Steady, the master did not keep the cluster
+	// allocated: probes then find free resources sooner.
+	Allocated float64 `json:"allocated"`
+	// Slots is the cluster's task slots; Running how many ran tasks (the
+	// frameworks had heard TASK_RUNNING) when the probes began and
+	// (RunningAfter) when they ended.
 	Slots        int `json:"slots"`
 	Running      int `json:"running"`
 	RunningAfter int `json:"running_after"`
@@ -86,11 +100,12 @@ type OverheadPoint struct {
 	// Probe latencies, milliseconds from SUBSCRIBE sent to TASK_RUNNING
 	// received: the paper's overhead (which also counted the task's
 	// end), as mean, median, 99th percentile and maximum.
-	Probes int     `json:"probes"`
-	MeanMS float64 `json:"mean_ms"`
-	P50MS  float64 `json:"p50_ms"`
-	P99MS  float64 `json:"p99_ms"`
-	MaxMS  float64 `json:"max_ms"`
+	Probes   int     `json:"probes"`
+	TimedOut int     `json:"timed_out,omitempty"`
+	MeanMS   float64 `json:"mean_ms"`
+	P50MS    float64 `json:"p50_ms"`
+	P99MS    float64 `json:"p99_ms"`
+	MaxMS    float64 `json:"max_ms"`
 	// The parts' medians: SUBSCRIBE → SUBSCRIBED, SUBSCRIBED → first
 	// offer that fits, ACCEPT sent → TASK_RUNNING.
 	SubscribeP50MS float64 `json:"subscribe_p50_ms"`
@@ -108,8 +123,8 @@ func Overhead(ctx context.Context, env Env, cfg OverheadConfig) (*OverheadResult
 		if err != nil {
 			return nil, fmt.Errorf("%d agents: %w", n, err)
 		}
-		env.logf("overhead: %d agents: p50 %.1f ms, p99 %.1f ms (%d probes, %.0f tasks/s, %d/%d slots running)",
-			n, p.P50MS, p.P99MS, p.Probes, p.TasksPerSecond, p.Running, p.Slots)
+		env.logf("overhead: %d agents: p50 %.1f ms, p99 %.1f ms (%d probes, %d timed out; medians: subscribe %.1f, offer %.1f, launch %.1f ms; %.0f tasks/s, %.0f%% allocated)",
+			n, p.P50MS, p.P99MS, p.Probes, p.TimedOut, p.SubscribeP50MS, p.OfferP50MS, p.LaunchP50MS, p.TasksPerSecond, 100*p.Allocated)
 		res.Points = append(res.Points, *p)
 	}
 	return res, nil
@@ -120,38 +135,43 @@ func overheadPoint(ctx context.Context, env Env, cfg OverheadConfig, agents int)
 	if err != nil {
 		return nil, err
 	}
-	t0 := time.Now()
-	// Real agents post their calls each on its own; the fleet's posters
-	// stand in for them. Each call waits for the master's loop, so under
-	// this load (three or four calls per task) the default 64 would pace
-	// the agents' status updates, not the master.
-	c, err := startCluster(ctx, env, sim.FleetConfig{Agents: agents, Agent: sim.AgentConfig{Resources: cfg.AgentResources},
-		Posters: 512}, cfg.MasterFlags...)
-	if err != nil {
-		return nil, err
-	}
-	defer c.close()
-	pt := &OverheadPoint{Agents: agents, Frameworks: cfg.Frameworks, RegisterSeconds: time.Since(t0).Seconds()}
 	avail, err := resourcesOf(cfg.AgentResources)
 	if err != nil {
 		return nil, err
 	}
-	pt.Slots = agents * offers.Count(avail, need, offers.NoRevocable)
+	taskRes, err := resourcesOf(cfg.TaskResources)
+	if err != nil {
+		return nil, err
+	}
+	perAgent := offers.Count(avail, need, offers.NoRevocable)
+	pt := &OverheadPoint{Agents: agents, Frameworks: cfg.Frameworks, Slots: agents * perAgent}
+	// The paper's churn is Slots/TaskMean tasks per second; past what the
+	// master here sustains (MaxChurn), tasks run longer, so that the probes
+	// meet a master keeping up with its cluster rather than a backlog that
+	// grows without bound.
+	taskMean, sd := cfg.TaskMean, cfg.TaskStdDev
+	if cfg.MaxChurn > 0 && float64(pt.Slots)/taskMean.Seconds() > cfg.MaxChurn {
+		f := float64(pt.Slots) / cfg.MaxChurn / taskMean.Seconds()
+		taskMean, sd = time.Duration(float64(taskMean)*f), time.Duration(float64(sd)*f)
+	}
+	pt.TaskMeanSeconds = taskMean.Seconds()
+	c, err := startMaster(ctx, env, cfg.MasterFlags...)
+	if err != nil {
+		return nil, err
+	}
+	defer c.close()
 
+	// The frameworks subscribe first: the agents come with their tasks.
 	// HTTP/1.1, as most Mesos frameworks speak: one connection per call in
-	// flight (8 per framework), kept for the next call rather than closed
-	// and dialed again.
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8 * cfg.Frameworks}}
+	// flight, kept for the next call rather than closed and dialed again.
+	const inFlight = 16
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: inFlight * cfg.Frameworks}}
 	cfgs := make([]sim.FrameworkConfig, cfg.Frameworks)
 	for i := range cfgs {
-		// The first tasks are "warm": as if the cluster had been busy
-		// before, they end spread over a task length, not in one wave.
 		cfgs[i] = sim.FrameworkConfig{Masters: []string{c.addr}, Name: "load-" + strconv.Itoa(i), Tasks: math.MaxInt32,
-			TaskResources: cfg.TaskResources, TaskDuration: cfg.TaskMean, TaskDurationStdDev: cfg.TaskStdDev,
-			Seed: cfg.Seed + uint64(i), TasksPerOffer: 1, HTTPClient: client,
-			WarmTasks: (pt.Slots + cfg.Frameworks - 1) / cfg.Frameworks}
+			TaskResources: cfg.TaskResources, TaskDuration: taskMean, TaskDurationStdDev: sd,
+			Seed: cfg.Seed + uint64(i), TasksPerOffer: 1, HTTPClient: client, CallsInFlight: inFlight}
 	}
-	t1 := time.Now()
 	fws, err := sim.StartFrameworks(ctx, cfgs, 16)
 	defer func() {
 		for _, fw := range fws {
@@ -161,6 +181,38 @@ func overheadPoint(ctx context.Context, env Env, cfg OverheadConfig, agents int)
 	if err != nil {
 		return nil, err
 	}
+	infos := make([]*mesos.FrameworkInfo, len(fws))
+	for i, fw := range fws {
+		infos[i] = &mesos.FrameworkInfo{Id: &mesos.FrameworkID{Value: proto.String(fw.ID())},
+			Name: proto.String(cfgs[i].Name), User: proto.String("sim")}
+	}
+	// Steady state at once, as the paper waited for it: every agent comes
+	// with its slots busy (reported when it registers, as after a master
+	// failover), each task partway through a drawn length, so that they end
+	// spread over a task length, as in a cluster that has been busy.
+	t0 := time.Now()
+	err = c.startFleet(ctx, env, sim.FleetConfig{Agents: agents, Agent: sim.AgentConfig{Resources: cfg.AgentResources},
+		// Real agents post their calls each on its own; the fleet's
+		// posters stand in for them. Each call waits for the master's
+		// loop, so under this load the default 64 would pace the agents'
+		// status updates, not the master.
+		Posters: 512,
+		Vary: func(a int) sim.AgentVariant {
+			r := rng(cfg.Seed, "busy-"+strconv.Itoa(a))
+			v := sim.AgentVariant{}
+			for k := range perAgent {
+				slot := a*perAgent + k
+				v.Tasks = append(v.Tasks, sim.RunningTask{Framework: infos[slot%len(infos)],
+					TaskID: "busy-" + strconv.Itoa(slot), Resources: taskRes.Proto(),
+					Duration: time.Duration(r.Float64() * float64(sim.NormalDuration(r, taskMean, sd)))})
+			}
+			return v
+		}})
+	if err != nil {
+		return nil, err
+	}
+	pt.RegisterSeconds = time.Since(t0).Seconds()
+	t1 := time.Now()
 	stats := func() (running, ended int) {
 		for _, fw := range fws {
 			s := fw.Stats()
@@ -169,34 +221,51 @@ func overheadPoint(ctx context.Context, env Env, cfg OverheadConfig, agents int)
 		}
 		return running, ended
 	}
-	// Steady state: Steady of the slots busy, or, if the master (on this
-	// machine) cannot keep that many busy, the most it reaches: no new
-	// high for a fifth of a task length, or three task lengths gone. The
-	// point records which.
-	want := int(math.Ceil(cfg.Steady * float64(pt.Slots)))
-	best, bestAt := 0, time.Now()
-	for {
-		r, _ := stats()
-		if r > best {
-			best, bestAt = r, time.Now()
+	// Steady state, as the paper defines it: the frameworks hold all the
+	// resources (Steady of the cpus allocated, in the master's account),
+	// or, if the master on this machine cannot keep that much allocated,
+	// the most it reaches: no new high for a fifth of a task length, or
+	// three task lengths gone. The point records which.
+	mclient := &http.Client{Timeout: 10 * time.Second}
+	allocated := func() float64 {
+		var m map[string]float64
+		if err := getJSON(ctx, mclient, "http://"+c.addr+"/metrics/snapshot", &m); err != nil || m["master/cpus_total"] == 0 {
+			return 0
 		}
-		if r >= want || time.Since(bestAt) > cfg.TaskMean/5 || time.Since(t1) > 3*cfg.TaskMean {
-			pt.Running = r
+		return m["master/cpus_used"] / m["master/cpus_total"]
+	}
+	best, bestAt := 0.0, time.Now()
+	lastLog := time.Now()
+	for {
+		a := allocated()
+		if a > best+0.001 {
+			best, bestAt = a, time.Now()
+		}
+		if time.Since(lastLog) >= 5*time.Second {
+			lastLog = time.Now()
+			r, _ := stats()
+			fs := c.fleet.Stats()
+			env.logf("overhead: %d agents: %.1f%% allocated, %d/%d slots running; agents launched %d, finished %d, updates %d sent %d acked",
+				agents, 100*a, r, pt.Slots, fs.TasksLaunched, fs.TasksFinished, fs.UpdatesSent, fs.UpdatesAcked)
+		}
+		if a >= cfg.Steady || time.Since(bestAt) > taskMean/5 || time.Since(t1) > 3*taskMean {
+			pt.Allocated = a
+			pt.Running, _ = stats()
 			break
 		}
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-time.After(100 * time.Millisecond): // polling the frameworks' counts
+		case <-time.After(250 * time.Millisecond): // polling the master's metrics
 		}
 	}
 	pt.RampSeconds = time.Since(t1).Seconds()
-	env.logf("overhead: %d agents: %d/%d slots running after %.1fs", agents, pt.Running, pt.Slots, pt.RampSeconds)
-	// Let the churn settle for a little while (a tenth of a task length).
+	env.logf("overhead: %d agents: %.1f%% allocated, %d/%d slots running after %.1fs", agents, 100*pt.Allocated, pt.Running, pt.Slots, pt.RampSeconds)
+	// Let the churn settle: the first tasks to end are being replaced.
 	select {
 	case <-ctx.Done():
 		return nil, ctx.Err()
-	case <-time.After(cfg.TaskMean / 10):
+	case <-time.After(3 * time.Second):
 	}
 
 	_, endedBefore := stats()
@@ -204,7 +273,15 @@ func overheadPoint(ctx context.Context, env Env, cfg OverheadConfig, agents int)
 	var total, sub, offer, launch []float64
 	probeClient := &http.Client{}
 	for i := range cfg.Probes {
-		r, err := probe(ctx, c.addr, probeClient, i, cfg.TaskResources)
+		r, err := probe(ctx, c.addr, probeClient, i, cfg.TaskResources, cfg.ProbeTimeout)
+		if errors.Is(err, errProbeTimeout) {
+			// A probe that never saw its task run counts as the timeout:
+			// the percentiles then say at least that much.
+			env.logf("overhead: %d agents: probe %d: no TASK_RUNNING within %v", agents, i, cfg.ProbeTimeout)
+			pt.TimedOut++
+			total = append(total, ms(cfg.ProbeTimeout))
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("probe %d: %w", i, err)
 		}
@@ -230,16 +307,26 @@ type probeTimes struct {
 	subscribed, offered, launched, running time.Duration
 }
 
+// errProbeTimeout: the probe's task did not run within the timeout.
+var errProbeTimeout = errors.New("no TASK_RUNNING in time")
+
 // probe is the paper's test framework: it subscribes, takes the first
 // offer with room for one task (a 10 s one), and returns once the task
 // runs, tearing itself down.
-func probe(ctx context.Context, addr string, client *http.Client, i int, taskResources string) (probeTimes, error) {
+func probe(ctx context.Context, addr string, client *http.Client, i int, taskResources string, timeout time.Duration) (probeTimes, error) {
 	need, err := offers.ParseNeed(taskResources)
 	if err != nil {
 		return probeTimes{}, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	timedOut := func(err error) error {
+		if ctx.Err() != nil && parent.Err() == nil {
+			return errProbeTimeout
+		}
+		return err
+	}
 	c := scheduler.New(scheduler.Config{Masters: []string{addr}, HTTPClient: client,
 		Framework: &mesos.FrameworkInfo{User: proto.String("sim"), Name: proto.String("probe-" + strconv.Itoa(i))}})
 	defer func() {
@@ -251,7 +338,7 @@ func probe(ctx context.Context, addr string, client *http.Client, i int, taskRes
 	start := time.Now()
 	events, err := c.Subscribe(ctx)
 	if err != nil {
-		return pt, err
+		return pt, timedOut(err)
 	}
 	taskID := &mesos.TaskID{Value: proto.String("probe-" + strconv.Itoa(i))}
 	launched := false
@@ -273,7 +360,7 @@ func probe(ctx context.Context, addr string, client *http.Client, i int, taskRes
 					Command: &mesos.CommandInfo{Shell: proto.Bool(true), Value: proto.String("sleep 10")}}
 				pt.launched = time.Since(start)
 				if err := c.Launch(ctx, []*mesos.OfferID{o.GetId()}, []*mesos.TaskInfo{task}, nil); err != nil {
-					return pt, err
+					return pt, timedOut(err)
 				}
 				launched = true
 			}
@@ -295,5 +382,5 @@ func probe(ctx context.Context, addr string, client *http.Client, i int, taskRes
 			}
 		}
 	}
-	return pt, fmt.Errorf("the subscription ended: %v", c.Err())
+	return pt, timedOut(fmt.Errorf("the subscription ended: %v", c.Err()))
 }

@@ -22,8 +22,8 @@ func TestOverheadSmoke(t *testing.T) {
 	}
 	p := res.Points[0]
 	t.Logf("%+v", p)
-	if p.Slots != 200 || p.Running < 180 || p.Probes != 5 {
-		t.Fatalf("slots %d running %d probes %d", p.Slots, p.Running, p.Probes)
+	if p.Slots != 200 || p.Allocated < 0.9 || p.RunningAfter == 0 || p.Probes != 5 {
+		t.Fatalf("slots %d, %.0f%% allocated, %d running after, probes %d", p.Slots, 100*p.Allocated, p.RunningAfter, p.Probes)
 	}
 	if p.P50MS <= 0 || p.P99MS < p.P50MS || p.MaxMS < p.P99MS || p.TasksPerSecond <= 0 {
 		t.Fatalf("latencies %+v", p)
