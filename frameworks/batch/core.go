@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"mezzo/api/mesos"
+	"mezzo/frameworks/loop"
 	"mezzo/frameworks/offers"
 	"mezzo/resources"
 )
@@ -29,13 +30,12 @@ type core struct {
 	attr        string // the agents' attribute naming the blocks they hold
 	maxAttempts int
 
-	start   time.Time // when the framework first subscribed: Submit counts from here
-	waiting []Job     // not yet submitted, by Submit
-	jobs    []*job    // submitted, in order
-	tasks   map[string]*task
-	running int   // tasks launched and not ended
-	milli   int64 // their cpus, in thousandths
-	seq     int   // submission order
+	arrivals *loop.Arrivals[Job] // jobs not yet submitted
+	jobs     []*job              // submitted, in order
+	tasks    map[string]*task
+	running  int   // tasks launched and not ended
+	milli    int64 // their cpus, in thousandths
+	seq      int   // submission order
 }
 
 // cpus is what the running tasks hold.
@@ -83,24 +83,17 @@ type launch struct {
 }
 
 func newCore(jobs []Job, need offers.Need, delay time.Duration, attr string, maxAttempts int) *core {
-	w := slices.Clone(jobs)
-	slices.SortStableFunc(w, func(a, b Job) int { return int(a.Submit - b.Submit) })
-	return &core{delay: delay, need: need, attr: attr, maxAttempts: maxAttempts, waiting: w, tasks: map[string]*task{}}
+	return &core{delay: delay, need: need, attr: attr, maxAttempts: maxAttempts,
+		arrivals: loop.NewArrivals(jobs, func(j Job) loop.Duration { return j.Submit }), tasks: map[string]*task{}}
 }
 
 // started fixes the time Submit counts from (the first call wins).
-func (c *core) started(now time.Time) {
-	if c.start.IsZero() {
-		c.start = now
-	}
-}
+func (c *core) started(now time.Time) { c.arrivals.Start(now) }
 
 // submitDue submits the jobs whose time has come and returns how many.
 func (c *core) submitDue(now time.Time) int {
-	n := 0
-	for len(c.waiting) > 0 && !c.start.IsZero() && !now.Before(c.start.Add(time.Duration(c.waiting[0].Submit))) {
-		spec := c.waiting[0]
-		c.waiting = c.waiting[1:]
+	due := c.arrivals.Due(now)
+	for _, spec := range due {
 		j := &job{spec: spec, seq: c.seq, submitted: now, byBlock: map[string][]int{}}
 		c.seq++
 		for i := range spec.Tasks {
@@ -109,9 +102,8 @@ func (c *core) submitDue(now time.Time) int {
 			c.makePending(tk)
 		}
 		c.jobs = append(c.jobs, j)
-		n++
 	}
-	return n
+	return len(due)
 }
 
 // makePending queues a task (again) under a new attempt ID.
@@ -130,12 +122,7 @@ func (c *core) makePending(t *task) {
 }
 
 // nextSubmit is when the next job arrives (zero: none left).
-func (c *core) nextSubmit() time.Time {
-	if len(c.waiting) == 0 || c.start.IsZero() {
-		return time.Time{}
-	}
-	return c.start.Add(time.Duration(c.waiting[0].Submit))
-}
+func (c *core) nextSubmit() time.Time { return c.arrivals.Next() }
 
 // pending counts tasks waiting for a slot.
 func (c *core) pending() int {
@@ -148,7 +135,7 @@ func (c *core) pending() int {
 
 // done: every job submitted and ended.
 func (c *core) done() bool {
-	if len(c.waiting) > 0 {
+	if c.arrivals.Waiting() > 0 {
 		return false
 	}
 	for _, j := range c.jobs {

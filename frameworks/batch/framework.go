@@ -104,9 +104,7 @@ type Framework struct {
 	loop *loop.Loop
 	core *core
 
-	// Loop-owned.
-	suppressed bool
-	cpus       float64
+	interest loop.Interest // loop-owned
 
 	mu    sync.Mutex
 	usage Usage
@@ -159,6 +157,10 @@ func (f *Framework) Run(ctx context.Context) (*Result, error) {
 	return f.result(), nil
 }
 
+// ID is the framework ID the master assigned ("" before it subscribed);
+// safe from any goroutine.
+func (f *Framework) ID() string { return f.loop.Client.FrameworkID().GetValue() }
+
 // Usage is what the framework holds now; safe from any goroutine.
 func (f *Framework) Usage() Usage {
 	f.mu.Lock()
@@ -171,7 +173,7 @@ func (f *Framework) Event(ctx context.Context, ev *schedulerpb.Event, now time.T
 	switch ev.GetType() {
 	case schedulerpb.Event_SUBSCRIBED:
 		f.core.started(now)
-		f.suppressed = false // a new subscription starts unsuppressed
+		f.interest.Reset()
 		f.core.submitDue(now)
 	case schedulerpb.Event_OFFERS:
 		f.offers(ctx, ev.GetOffers().GetOffers(), now)
@@ -181,7 +183,7 @@ func (f *Framework) Event(ctx context.Context, ev *schedulerpb.Event, now time.T
 			f.call("kill", f.loop.Client.Kill(ctx, &mesos.TaskID{Value: proto.String(t.id)}, agentID(t.agent)))
 		}
 	case schedulerpb.Event_ERROR:
-		f.cfg.Logf("batch: master error: %s", ev.GetError().GetMessage())
+		f.logf("master error: %s", ev.GetError().GetMessage())
 	}
 	f.offerInterest(ctx)
 	f.publish()
@@ -218,7 +220,7 @@ func (f *Framework) offers(ctx context.Context, os []*mesos.Offer, now time.Time
 			// The launch may not have reached the master: count the tasks
 			// lost (each is tried again; reconciliation settles any that
 			// did start).
-			f.cfg.Logf("batch: launching on %s: %v", o.GetHostname(), err)
+			f.logf("launching on %s: %v", o.GetHostname(), err)
 			for _, l := range ls {
 				f.core.update(&mesos.TaskStatus{TaskId: &mesos.TaskID{Value: proto.String(l.task.id)},
 					State: mesos.TaskState_TASK_LOST.Enum()}, now)
@@ -233,25 +235,15 @@ func (f *Framework) offers(ctx context.Context, os []*mesos.Offer, now time.Time
 // offerInterest suppresses offers while no task waits and revives them
 // when one does.
 func (f *Framework) offerInterest(ctx context.Context) {
-	want := f.core.pending() > 0
-	switch {
-	case want && f.suppressed:
-		if f.call("revive", f.loop.Client.Revive(ctx)) {
-			f.suppressed = false
-		}
-	case !want && !f.suppressed:
-		if f.call("suppress", f.loop.Client.Suppress(ctx)) {
-			f.suppressed = true
-		}
-	}
+	f.interest.Want(ctx, f.loop.Client, f.core.pending() > 0, f.logf)
 }
 
-func (f *Framework) call(what string, err error) bool {
+func (f *Framework) logf(format string, args ...any) { f.cfg.Logf("batch: "+format, args...) }
+
+func (f *Framework) call(what string, err error) {
 	if err != nil {
-		f.cfg.Logf("batch: %s: %v", what, err)
-		return false
+		f.logf("%s: %v", what, err)
 	}
-	return true
 }
 
 // taskInfo describes one launch.
@@ -296,7 +288,7 @@ func (f *Framework) result() *Result {
 	for _, j := range f.core.jobs {
 		jr := JobResult{Name: j.spec.Name, Tasks: len(j.tasks), Failed: j.failed,
 			Seconds:       j.finished.Sub(j.submitted).Seconds(),
-			SubmitSeconds: j.submitted.Sub(f.core.start).Seconds()}
+			SubmitSeconds: j.submitted.Sub(f.core.arrivals.Started()).Seconds()}
 		for _, t := range j.tasks {
 			r.Attempts += t.attempts
 			if t.state != mesos.TaskState_TASK_FINISHED {

@@ -1,7 +1,6 @@
 package batch
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
@@ -34,27 +33,18 @@ type Task struct {
 
 // validateJobs checks jobs, naming the first offending field.
 func validateJobs(jobs []Job) error {
-	if len(jobs) == 0 {
-		return errors.New("no jobs given")
-	}
-	seen := map[string]bool{}
-	for i, j := range jobs {
-		if err := loop.CheckName(fmt.Sprintf("jobs[%d].name", i), j.Name, seen); err != nil {
-			return err
-		}
-		switch {
-		case j.Submit < 0:
-			return fmt.Errorf("jobs[%d].submit must not be negative", i)
-		case len(j.Tasks) == 0:
-			return fmt.Errorf("jobs[%d].tasks: a job needs at least one task", i)
-		}
-		for k, t := range j.Tasks {
-			if strings.ContainsAny(t.Block, ", \t\n") {
-				return fmt.Errorf("jobs[%d].tasks[%d].block %q: a block name has no commas or spaces", i, k, t.Block)
+	return loop.CheckJobs(len(jobs), func(i int) string { return jobs[i].Name }, func(i int) loop.Duration { return jobs[i].Submit },
+		func(i int) error {
+			if len(jobs[i].Tasks) == 0 {
+				return fmt.Errorf("jobs[%d].tasks: a job needs at least one task", i)
 			}
-		}
-	}
-	return nil
+			for k, t := range jobs[i].Tasks {
+				if strings.ContainsAny(t.Block, ", \t\n") {
+					return fmt.Errorf("jobs[%d].tasks[%d].block %q: a block name has no commas or spaces", i, k, t.Block)
+				}
+			}
+			return nil
+		})
 }
 
 // LoadJobs reads a job file: {"jobs": [{"name": …, "submit": "10s",

@@ -106,11 +106,11 @@ type Framework struct {
 	core *core
 
 	// Loop-owned.
-	suppressed bool
-	start      time.Time
-	next       time.Time
-	samples    []Sample
-	revLaunch  int
+	interest  loop.Interest
+	start     time.Time
+	next      time.Time
+	samples   []Sample
+	revLaunch int
 
 	stop atomic.Bool
 	mu   sync.Mutex
@@ -191,6 +191,10 @@ func (f *Framework) Endpoints() []string {
 	return f.eps
 }
 
+// ID is the framework ID the master assigned ("" before it subscribed);
+// safe from any goroutine.
+func (f *Framework) ID() string { return f.loop.Client.FrameworkID().GetValue() }
+
 // Usage is the service's state now; safe from any goroutine.
 func (f *Framework) Usage() Usage {
 	f.mu.Lock()
@@ -205,13 +209,13 @@ func (f *Framework) Event(ctx context.Context, ev *schedulerpb.Event, now time.T
 		if f.start.IsZero() {
 			f.start, f.next = now, now
 		}
-		f.suppressed = false
+		f.interest.Reset()
 	case schedulerpb.Event_OFFERS:
 		f.offers(ctx, ev.GetOffers().GetOffers(), now)
 	case schedulerpb.Event_UPDATE:
 		f.core.update(ev.GetUpdate().GetStatus(), now)
 	case schedulerpb.Event_ERROR:
-		f.cfg.Logf("elastic: master error: %s", ev.GetError().GetMessage())
+		f.logf("master error: %s", ev.GetError().GetMessage())
 	}
 	f.after(ctx)
 }
@@ -224,7 +228,7 @@ func (f *Framework) Wake(ctx context.Context, now time.Time) {
 	f.next = now.Add(f.cfg.Interval)
 	for _, r := range f.core.observe(f.cfg.Load(now), now) {
 		if err := f.loop.Client.Kill(ctx, &mesos.TaskID{Value: proto.String(r.id)}, &mesos.AgentID{Value: proto.String(r.agent)}); err != nil {
-			f.cfg.Logf("elastic: kill %s: %v", r.id, err)
+			f.logf("kill %s: %v", r.id, err)
 		}
 	}
 	running, rev, _ := f.core.counts()
@@ -247,7 +251,7 @@ func (f *Framework) offers(ctx context.Context, os []*mesos.Offer, now time.Time
 			}
 			if err := f.loop.Client.Launch(ctx, []*mesos.OfferID{o.GetId()}, []*mesos.TaskInfo{f.taskInfo(r)},
 				scheduler.RefuseFor(sameAgentRefuse)); err != nil {
-				f.cfg.Logf("elastic: launching %s on %s: %v", r.id, o.GetHostname(), err)
+				f.logf("launching %s on %s: %v", r.id, o.GetHostname(), err)
 				f.core.update(&mesos.TaskStatus{TaskId: &mesos.TaskID{Value: proto.String(r.id)}, State: mesos.TaskState_TASK_LOST.Enum()}, now)
 			}
 		case skip:
@@ -286,17 +290,7 @@ func (f *Framework) taskInfo(r *replica) *mesos.TaskInfo {
 
 // after adjusts offer interest and publishes endpoints and usage.
 func (f *Framework) after(ctx context.Context) {
-	want := f.core.wantsOffers()
-	switch {
-	case want && f.suppressed:
-		if f.call("revive", f.loop.Client.Revive(ctx)) {
-			f.suppressed = false
-		}
-	case !want && !f.suppressed:
-		if f.call("suppress", f.loop.Client.Suppress(ctx)) {
-			f.suppressed = true
-		}
-	}
+	f.interest.Want(ctx, f.loop.Client, f.core.wantsOffers(), f.logf)
 	running, rev, cpus := f.core.counts()
 	eps := f.core.endpoints()
 	f.mu.Lock()
@@ -305,10 +299,10 @@ func (f *Framework) after(ctx context.Context) {
 	f.mu.Unlock()
 }
 
-func (f *Framework) call(what string, err error) bool {
+func (f *Framework) logf(format string, args ...any) { f.cfg.Logf("elastic: "+format, args...) }
+
+func (f *Framework) call(what string, err error) {
 	if err != nil {
-		f.cfg.Logf("elastic: %s: %v", what, err)
-		return false
+		f.logf("%s: %v", what, err)
 	}
-	return true
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"mezzo/api/mesos"
+	"mezzo/frameworks/loop"
 	"mezzo/frameworks/offers"
 	"mezzo/resources"
 )
@@ -31,10 +32,9 @@ type core struct {
 	backoff     time.Duration
 	maxAttempts int
 
-	start     time.Time
-	waiting   []Job  // not yet submitted, by Submit
-	queue     []*job // submitted, not running; the head holds offers
-	jobs      []*job // every submitted job, in order
+	arrivals  *loop.Arrivals[Job] // jobs not yet submitted
+	queue     []*job              // submitted, not running; the head holds offers
+	jobs      []*job              // every submitted job, in order
 	held      []*heldOffer
 	holdSince time.Time // when the head job began holding (zero: nothing held)
 	pausedTo  time.Time // after giving offers back: no offers until then
@@ -85,22 +85,16 @@ type launch struct {
 }
 
 func newCore(jobs []Job, need offers.Need, hold, backoff time.Duration, maxAttempts int) *core {
-	w := slices.Clone(jobs)
-	slices.SortStableFunc(w, func(a, b Job) int { return int(a.Submit - b.Submit) })
-	return &core{need: need, hold: hold, backoff: backoff, maxAttempts: maxAttempts, waiting: w, tasks: map[string]*task{}}
+	return &core{need: need, hold: hold, backoff: backoff, maxAttempts: maxAttempts,
+		arrivals: loop.NewArrivals(jobs, func(j Job) loop.Duration { return j.Submit }), tasks: map[string]*task{}}
 }
 
-func (c *core) started(now time.Time) {
-	if c.start.IsZero() {
-		c.start = now
-	}
-}
+func (c *core) started(now time.Time) { c.arrivals.Start(now) }
 
 // submitDue queues the jobs whose time has come.
 func (c *core) submitDue(now time.Time) {
-	for len(c.waiting) > 0 && !c.start.IsZero() && !now.Before(c.start.Add(time.Duration(c.waiting[0].Submit))) {
-		j := &job{spec: c.waiting[0], seq: c.seq, submitted: now}
-		c.waiting = c.waiting[1:]
+	for _, spec := range c.arrivals.Due(now) {
+		j := &job{spec: spec, seq: c.seq, submitted: now}
 		c.seq++
 		c.jobs = append(c.jobs, j)
 		c.queue = append(c.queue, j)
@@ -117,8 +111,8 @@ func (c *core) wantsOffers(now time.Time) bool {
 // the head's holding bound, or the end of a back-off.
 func (c *core) next() time.Time {
 	var ts []time.Time
-	if len(c.waiting) > 0 && !c.start.IsZero() {
-		ts = append(ts, c.start.Add(time.Duration(c.waiting[0].Submit)))
+	if next := c.arrivals.Next(); !next.IsZero() {
+		ts = append(ts, next)
 	}
 	if !c.holdSince.IsZero() {
 		ts = append(ts, c.holdSince.Add(c.hold))
@@ -290,7 +284,7 @@ func (c *core) update(st *mesos.TaskStatus, now time.Time) (kill []*task) {
 
 // done: every job submitted and ended.
 func (c *core) done() bool {
-	if len(c.waiting) > 0 || len(c.queue) > 0 {
+	if c.arrivals.Waiting() > 0 || len(c.queue) > 0 {
 		return false
 	}
 	for _, j := range c.jobs {

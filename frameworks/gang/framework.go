@@ -100,7 +100,7 @@ type Framework struct {
 	loop *loop.Loop
 	core *core
 
-	suppressed bool // loop-owned
+	interest loop.Interest // loop-owned
 
 	mu    sync.Mutex
 	usage Usage
@@ -153,6 +153,10 @@ func (f *Framework) Run(ctx context.Context) (*Result, error) {
 	return f.result(), nil
 }
 
+// ID is the framework ID the master assigned ("" before it subscribed);
+// safe from any goroutine.
+func (f *Framework) ID() string { return f.loop.Client.FrameworkID().GetValue() }
+
 // Usage is what the framework holds now; safe from any goroutine.
 func (f *Framework) Usage() Usage {
 	f.mu.Lock()
@@ -166,7 +170,7 @@ func (f *Framework) Event(ctx context.Context, ev *schedulerpb.Event, now time.T
 	case schedulerpb.Event_SUBSCRIBED:
 		f.core.started(now)
 		f.core.release(now) // offers of an earlier subscription are void
-		f.suppressed = false
+		f.interest.Reset()
 		f.core.submitDue(now)
 	case schedulerpb.Event_OFFERS:
 		for _, o := range ev.GetOffers().GetOffers() {
@@ -179,7 +183,7 @@ func (f *Framework) Event(ctx context.Context, ev *schedulerpb.Event, now time.T
 	case schedulerpb.Event_UPDATE:
 		f.kill(ctx, f.core.update(ev.GetUpdate().GetStatus(), now))
 	case schedulerpb.Event_ERROR:
-		f.cfg.Logf("gang: master error: %s", ev.GetError().GetMessage())
+		f.logf("master error: %s", ev.GetError().GetMessage())
 	}
 	f.after(ctx, now)
 }
@@ -199,17 +203,7 @@ func (f *Framework) Done() bool { return f.core.done() }
 
 // after adjusts offer interest and publishes usage.
 func (f *Framework) after(ctx context.Context, now time.Time) {
-	want := f.core.wantsOffers(now)
-	switch {
-	case want && f.suppressed:
-		if f.call("revive", f.loop.Client.Revive(ctx)) {
-			f.suppressed = false
-		}
-	case !want && !f.suppressed:
-		if f.call("suppress", f.loop.Client.Suppress(ctx)) {
-			f.suppressed = true
-		}
-	}
+	f.interest.Want(ctx, f.loop.Client, f.core.wantsOffers(now), f.logf)
 	u := Usage{CPUs: float64(f.core.milli) / 1000, HeldCPUs: f.core.heldCPUs(), Queued: len(f.core.queue)}
 	f.mu.Lock()
 	f.usage = u
@@ -229,7 +223,7 @@ func (f *Framework) launch(ctx context.Context, ls []launch, now time.Time) {
 			infos[i] = f.taskInfo(t)
 		}
 		if err := f.loop.Client.Launch(ctx, []*mesos.OfferID{l.offer.GetId()}, infos, filters); err != nil {
-			f.cfg.Logf("gang: launching on %s: %v", l.offer.GetHostname(), err)
+			f.logf("launching on %s: %v", l.offer.GetHostname(), err)
 			for _, t := range l.tasks {
 				f.kill(ctx, f.core.update(&mesos.TaskStatus{TaskId: &mesos.TaskID{Value: proto.String(t.id)},
 					State: mesos.TaskState_TASK_LOST.Enum()}, now))
@@ -279,12 +273,12 @@ func (f *Framework) decline(ctx context.Context, os []*mesos.Offer, secs float64
 	f.call("decline", f.loop.Client.Decline(ctx, ids, scheduler.RefuseFor(secs)))
 }
 
-func (f *Framework) call(what string, err error) bool {
+func (f *Framework) logf(format string, args ...any) { f.cfg.Logf("gang: "+format, args...) }
+
+func (f *Framework) call(what string, err error) {
 	if err != nil {
-		f.cfg.Logf("gang: %s: %v", what, err)
-		return false
+		f.logf("%s: %v", what, err)
 	}
-	return true
 }
 
 // result summarizes the finished run.
@@ -294,7 +288,7 @@ func (f *Framework) result() *Result {
 		r.Jobs = append(r.Jobs, JobResult{Name: j.spec.Name, Tasks: j.spec.Tasks, Attempts: j.attempt, Failed: j.failed,
 			Seconds:       j.finished.Sub(j.submitted).Seconds(),
 			WaitSeconds:   j.launched.Sub(j.submitted).Seconds(),
-			SubmitSeconds: j.submitted.Sub(f.core.start).Seconds()})
+			SubmitSeconds: j.submitted.Sub(f.core.arrivals.Started()).Seconds()})
 	}
 	return r
 }

@@ -1,7 +1,6 @@
 package gang
 
 import (
-	"errors"
 	"fmt"
 
 	"mezzo/frameworks/loop"
@@ -24,22 +23,13 @@ type Job struct {
 }
 
 func validateJobs(jobs []Job) error {
-	if len(jobs) == 0 {
-		return errors.New("no jobs given")
-	}
-	seen := map[string]bool{}
-	for i, j := range jobs {
-		if err := loop.CheckName(fmt.Sprintf("jobs[%d].name", i), j.Name, seen); err != nil {
-			return err
-		}
-		switch {
-		case j.Submit < 0:
-			return fmt.Errorf("jobs[%d].submit must not be negative", i)
-		case j.Tasks < 1:
-			return fmt.Errorf("jobs[%d].tasks must be at least 1, got %d", i, j.Tasks)
-		}
-	}
-	return nil
+	return loop.CheckJobs(len(jobs), func(i int) string { return jobs[i].Name }, func(i int) loop.Duration { return jobs[i].Submit },
+		func(i int) error {
+			if jobs[i].Tasks < 1 {
+				return fmt.Errorf("jobs[%d].tasks must be at least 1, got %d", i, jobs[i].Tasks)
+			}
+			return nil
+		})
 }
 
 // LoadJobs reads a job file: {"jobs": [{"name": …, "submit": "10s",
