@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"mezzo/frameworks/batch"
@@ -24,29 +25,17 @@ func runBatch(args []string, stdout, stderr io.Writer) int {
 	if code := parseFlags(fs, args); code >= 0 {
 		return code
 	}
-	var jobs []batch.Job
-	switch {
-	case *jobsFile != "" && *blocks != "":
-		fmt.Fprintln(stderr, "mezzo batch: give --jobs or --blocks, not both")
-		return 2
-	case *jobsFile != "":
-		var err error
-		if jobs, err = batch.LoadJobs(*jobsFile); err != nil {
-			fmt.Fprintf(stderr, "mezzo batch: --jobs: %v\n", err)
-			return 2
-		}
-	case *blocks != "":
+	jobs, ok := jobsOrInline(stderr, "batch", *jobsFile, *blocks != "", "--blocks", batch.LoadJobs, func() (batch.Job, error) {
 		j := batch.Job{Name: "batch", Command: commandOf(*command, fs.Args(), "")}
 		if j.Command == "" {
-			fmt.Fprintln(stderr, "mezzo batch: no command given: --command=CMD or -- CMD ARGS...")
-			return 2
+			return j, errNoCommand
 		}
 		for _, b := range strings.Split(*blocks, ",") {
 			j.Tasks = append(j.Tasks, batch.Task{Block: strings.TrimSpace(b)})
 		}
-		jobs = []batch.Job{j}
-	default:
-		fmt.Fprintln(stderr, "mezzo batch: no jobs given: --jobs=FILE or --blocks=b0,b1,... -- CMD")
+		return j, nil
+	})
+	if !ok {
 		return 2
 	}
 	fw, err := batch.New(batch.Config{Config: ff.config(stderr), Jobs: jobs, TaskResources: *res, Delay: *delay,
@@ -55,18 +44,9 @@ func runBatch(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mezzo batch: %v\n", err)
 		return 2
 	}
-	ctx, cancel := ff.context()
-	defer cancel()
-	r, err := fw.Run(ctx)
-	if err != nil {
-		fmt.Fprintf(stderr, "mezzo batch: %v\n", err)
-		return 1
-	}
-	failed := false
-	for _, j := range r.Jobs {
-		failed = failed || j.Failed
-	}
-	return ff.report(stdout, r, failed, func() {
+	return runFramework(ff, stdout, stderr, "batch", fw.Run, func(r *batch.Result) bool {
+		return slices.ContainsFunc(r.Jobs, func(j batch.JobResult) bool { return j.Failed })
+	}, func(r *batch.Result) {
 		for _, j := range r.Jobs {
 			state := "finished"
 			if j.Failed {

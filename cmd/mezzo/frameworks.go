@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -51,6 +52,45 @@ func (f *frameworkFlags) context() (context.Context, context.CancelFunc) {
 	return ctx, func() { cancelT(); cancel() }
 }
 
+// runFramework runs a framework until its jobs end (run) and reports its
+// result; failed says whether a job failed (exit 1).
+func runFramework[R any](ff *frameworkFlags, stdout, stderr io.Writer, cmd string, run func(context.Context) (*R, error),
+	failed func(*R) bool, human func(*R)) int {
+	ctx, cancel := ff.context()
+	defer cancel()
+	r, err := run(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "mezzo %s: %v\n", cmd, err)
+		return 1
+	}
+	return ff.report(stdout, r, failed(r), func() { human(r) })
+}
+
+// jobsOrInline picks the jobs: from the --jobs file (load), or one inline
+// job (inline, given when its flag is set), or neither: a usage error.
+func jobsOrInline[J any](stderr io.Writer, cmd, file string, inlineSet bool, inlineFlag string, load func(string) ([]J, error),
+	inline func() (J, error)) ([]J, bool) {
+	switch {
+	case file != "" && inlineSet:
+		fmt.Fprintf(stderr, "mezzo %s: give --jobs or %s, not both\n", cmd, inlineFlag)
+	case file != "":
+		jobs, err := load(file)
+		if err == nil {
+			return jobs, true
+		}
+		fmt.Fprintf(stderr, "mezzo %s: --jobs: %v\n", cmd, err)
+	case inlineSet:
+		j, err := inline()
+		if err == nil {
+			return []J{j}, true
+		}
+		fmt.Fprintf(stderr, "mezzo %s: %v\n", cmd, err)
+	default:
+		fmt.Fprintf(stderr, "mezzo %s: no jobs given: --jobs=FILE or %s=… -- CMD\n", cmd, inlineFlag)
+	}
+	return nil, false
+}
+
 // report prints the result, as JSON with --json or else by human, and
 // returns the exit code: 1 if something failed.
 func (f *frameworkFlags) report(stdout io.Writer, result any, failed bool, human func()) int {
@@ -66,6 +106,9 @@ func (f *frameworkFlags) report(stdout io.Writer, result any, failed bool, human
 	}
 	return 0
 }
+
+// errNoCommand: an inline job without a command.
+var errNoCommand = errors.New("no command given: --command=CMD or -- CMD ARGS...")
 
 // commandOf is the task command: --command, else the words after "--"
 // (joined for /bin/sh), else def.

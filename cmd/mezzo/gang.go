@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 
 	"mezzo/frameworks/gang"
 )
@@ -23,26 +24,14 @@ func runGang(args []string, stdout, stderr io.Writer) int {
 	if code := parseFlags(fs, args); code >= 0 {
 		return code
 	}
-	var jobs []gang.Job
-	switch {
-	case *jobsFile != "" && *size != 0:
-		fmt.Fprintln(stderr, "mezzo gang: give --jobs or --size, not both")
-		return 2
-	case *jobsFile != "":
-		var err error
-		if jobs, err = gang.LoadJobs(*jobsFile); err != nil {
-			fmt.Fprintf(stderr, "mezzo gang: --jobs: %v\n", err)
-			return 2
-		}
-	case *size != 0:
+	jobs, ok := jobsOrInline(stderr, "gang", *jobsFile, *size != 0, "--size", gang.LoadJobs, func() (gang.Job, error) {
 		j := gang.Job{Name: "gang", Tasks: *size, Command: commandOf(*command, fs.Args(), "")}
 		if j.Command == "" {
-			fmt.Fprintln(stderr, "mezzo gang: no command given: --command=CMD or -- CMD ARGS...")
-			return 2
+			return j, errNoCommand
 		}
-		jobs = []gang.Job{j}
-	default:
-		fmt.Fprintln(stderr, "mezzo gang: no jobs given: --jobs=FILE or --size=N -- CMD")
+		return j, nil
+	})
+	if !ok {
 		return 2
 	}
 	fw, err := gang.New(gang.Config{Config: ff.config(stderr), Jobs: jobs, TaskResources: *res, Hold: *hold,
@@ -51,18 +40,9 @@ func runGang(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mezzo gang: %v\n", err)
 		return 2
 	}
-	ctx, cancel := ff.context()
-	defer cancel()
-	r, err := fw.Run(ctx)
-	if err != nil {
-		fmt.Fprintf(stderr, "mezzo gang: %v\n", err)
-		return 1
-	}
-	failed := false
-	for _, j := range r.Jobs {
-		failed = failed || j.Failed
-	}
-	return ff.report(stdout, r, failed, func() {
+	return runFramework(ff, stdout, stderr, "gang", fw.Run, func(r *gang.Result) bool {
+		return slices.ContainsFunc(r.Jobs, func(j gang.JobResult) bool { return j.Failed })
+	}, func(r *gang.Result) {
 		for _, j := range r.Jobs {
 			state := "finished"
 			if j.Failed {
