@@ -113,7 +113,7 @@ func benchFailover(args []string, stdout, stderr io.Writer) int {
 	cpuProfile := fs.String("cpuprofile", "",
 		"write CPU profiles of the recovery: PREFIX.bench.pprof for this process (kill to recovery) and PREFIX.<port>.pprof for each surviving master (the first --profile_seconds after the kill; the masters run with --profiling)")
 	profileSeconds := fs.Int("profile_seconds", 8, "length of the masters' CPU profiles with --cpuprofile")
-	tune := emulationFlags(fs)
+	tune := emulationFlags(fs, max(1, runtime.NumCPU()/2))
 	if code := parseFlags(fs, args); code >= 0 {
 		return code
 	}
@@ -400,11 +400,11 @@ func procCPU(pid int) (time.Duration, error) {
 	return time.Duration(utime+stime) * time.Second / userHZ, nil
 }
 
-// emulationFlags adds --procs and --gogc, for benches whose emulated
-// agents and frameworks share the machine with the masters they measure;
-// the returned function applies them.
-func emulationFlags(fs *flag.FlagSet) (apply func() error) {
-	procs := fs.Int("procs", max(1, runtime.NumCPU()/2), "GOMAXPROCS of this process, which runs the emulated agents and frameworks (not of the masters)")
+// emulationFlags adds --procs (default procs) and --gogc, for benches
+// whose emulated agents and frameworks share the machine with the masters
+// they measure; the returned function applies them.
+func emulationFlags(fs *flag.FlagSet, procs0 int) (apply func() error) {
+	procs := fs.Int("procs", procs0, "GOMAXPROCS of this process, which runs the emulated agents and frameworks (not of the masters)")
 	gogc := fs.Int("gogc", 400, "GOGC of this process, which runs the emulated agents and frameworks (not of the masters)")
 	return func() error {
 		if *procs < 1 {
@@ -416,10 +416,10 @@ func emulationFlags(fs *flag.FlagSet) (apply func() error) {
 		// masters.
 		debug.SetGCPercent(*gogc)
 		// Real agents run on other machines. On this one the emulation
-		// gets at most half the processors, so that it cannot crowd out
-		// the masters it measures; at one processor it also spends less
-		// on the Go scheduler (a 40,000-agent recovery took 15% less of
-		// its CPU).
+		// gets (by default) at most half the processors, so that it cannot
+		// crowd out the masters it measures; at one processor it also
+		// spends less on the Go scheduler (a 40,000-agent recovery took
+		// 15% less of its CPU).
 		runtime.GOMAXPROCS(*procs)
 		return nil
 	}

@@ -41,8 +41,11 @@ type OverheadConfig struct {
 	MaxChurn float64
 	// Probes per cluster size, one after another; a probe whose task has
 	// not run after ProbeTimeout counts as taking that long.
+	// ProbeBudget bounds the time spent probing one size (at least five
+	// probes run).
 	Probes       int
 	ProbeTimeout time.Duration
+	ProbeBudget  time.Duration
 	// MasterFlags are added to each master's command line.
 	MasterFlags []string
 	// Seed fixes the task durations.
@@ -61,6 +64,7 @@ func (c OverheadConfig) normalize() OverheadConfig {
 	c.Steady = cmpOr(c.Steady, 0.95)
 	c.Probes = cmpOr(c.Probes, 50)
 	c.ProbeTimeout = cmpOr(c.ProbeTimeout, 30*time.Second)
+	c.ProbeBudget = cmpOr(c.ProbeBudget, 90*time.Second)
 	c.Seed = cmpOr(c.Seed, 1)
 	return c
 }
@@ -273,11 +277,16 @@ func overheadPoint(ctx context.Context, env Env, cfg OverheadConfig, agents int)
 	var total, sub, offer, launch []float64
 	probeClient := &http.Client{}
 	for i := range cfg.Probes {
+		if i >= 5 && time.Since(probeStart) > cfg.ProbeBudget {
+			env.logf("overhead: %d agents: probing for %v, stopping after %d probes", agents, cfg.ProbeBudget, i)
+			break
+		}
 		r, err := probe(ctx, c.addr, probeClient, i, cfg.TaskResources, cfg.ProbeTimeout)
 		if errors.Is(err, errProbeTimeout) {
 			// A probe that never saw its task run counts as the timeout:
 			// the percentiles then say at least that much.
-			env.logf("overhead: %d agents: probe %d: no TASK_RUNNING within %v", agents, i, cfg.ProbeTimeout)
+			env.logf("overhead: %d agents: probe %d: no TASK_RUNNING within %v (subscribed after %v, offered %v, launched %v)",
+				agents, i, cfg.ProbeTimeout, r.subscribed, r.offered, r.launched)
 			pt.TimedOut++
 			total = append(total, ms(cfg.ProbeTimeout))
 			continue
