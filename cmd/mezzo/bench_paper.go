@@ -107,9 +107,9 @@ func benchPaper(args []string, stdout, stderr io.Writer) int {
 				if err != nil {
 					return nil, fmt.Errorf("%d agents: %w", n, err)
 				}
-				env.Logf("failover: %d agents: MTTR %.0f ms (election %.0f ms)", n, r.MTTRMS, r.ElectionMS)
+				env.Logf("failover: %d agents: MTTR %.0f ms (election %.0f ms, %d SUBSCRIBEs after the kill)", n, r.MTTRMS, r.ElectionMS, r.ReregisterAttempts)
 				res.Points = append(res.Points, paper.FailoverPoint{Agents: n, Frameworks: *frameworks, MTTRMS: r.MTTRMS,
-					ElectionMS: r.ElectionMS, AgentsMS: r.AgentsMS, FrameworksMS: r.FrameworksMS})
+					ElectionMS: r.ElectionMS, AgentsMS: r.AgentsMS, FrameworksMS: r.FrameworksMS, ReregisterAttempts: r.ReregisterAttempts})
 			}
 			return res, nil
 		}

@@ -12,6 +12,10 @@ type FailoverPoint struct {
 	ElectionMS   float64 `json:"election_ms"`
 	AgentsMS     float64 `json:"agents_ms"`
 	FrameworksMS float64 `json:"frameworks_ms"`
+	// ReregisterAttempts counts the agents' SUBSCRIBEs after the kill:
+	// one per agent when none had to try again (a new leader that lost
+	// its leadership during the storm sends them all back).
+	ReregisterAttempts int64 `json:"reregister_attempts"`
 }
 
 // FailoverResult is the §6.6 plot, ours.
