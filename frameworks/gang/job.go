@@ -34,15 +34,4 @@ func validateJobs(jobs []Job) error {
 
 // LoadJobs reads a job file: {"jobs": [{"name": …, "submit": "10s",
 // "tasks": 24, "command": …}, …]}.
-func LoadJobs(path string) ([]Job, error) {
-	var doc struct {
-		Jobs []Job `json:"jobs"`
-	}
-	if err := loop.DecodeFile(path, &doc); err != nil {
-		return nil, err
-	}
-	if err := validateJobs(doc.Jobs); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return doc.Jobs, nil
-}
+func LoadJobs(path string) ([]Job, error) { return loop.LoadJobs(path, validateJobs) }

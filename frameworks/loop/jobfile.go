@@ -63,3 +63,18 @@ func DecodeFile(path string, v any) error {
 	}
 	return nil
 }
+
+// LoadJobs reads a job file, {"jobs": [...]}, with DecodeFile's strictness,
+// and checks the jobs with validate.
+func LoadJobs[J any](path string, validate func([]J) error) ([]J, error) {
+	var doc struct {
+		Jobs []J `json:"jobs"`
+	}
+	if err := DecodeFile(path, &doc); err != nil {
+		return nil, err
+	}
+	if err := validate(doc.Jobs); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return doc.Jobs, nil
+}

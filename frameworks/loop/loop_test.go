@@ -2,6 +2,8 @@ package loop
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -138,5 +140,36 @@ func TestCheckJobs(t *testing.T) {
 	}
 	if err := CheckJobs(1, func(int) string { return "a b" }, func(int) Duration { return 0 }, nil); err == nil {
 		t.Error("a name with a space was accepted")
+	}
+}
+
+func TestLoadJobs(t *testing.T) {
+	type job struct {
+		Name   string   `json:"name"`
+		Submit Duration `json:"submit"`
+	}
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	check := func(js []job) error {
+		return CheckJobs(len(js), func(i int) string { return js[i].Name }, func(i int) Duration { return js[i].Submit }, nil)
+	}
+	jobs, err := LoadJobs(write("ok.json", `{"jobs":[{"name":"a","submit":"1m30s"},{"name":"b","submit":2.5}]}`), check)
+	if err != nil || len(jobs) != 2 || time.Duration(jobs[0].Submit) != 90*time.Second || time.Duration(jobs[1].Submit) != 2500*time.Millisecond {
+		t.Fatalf("LoadJobs = %+v, %v", jobs, err)
+	}
+	for file, want := range map[string]string{
+		`{"jobs":[{"name":"a","sumbit":"1s"}]}`:   `unknown field "sumbit"`,
+		`{"jobs":[{"name":"a","submit":"soon"}]}`: "soon",
+		`{"jobs":[]}`: "no jobs given",
+	} {
+		if _, err := LoadJobs(write("bad.json", file), check); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("LoadJobs(%s) = %v, want an error with %q", file, err, want)
+		}
 	}
 }
