@@ -109,13 +109,15 @@ func TestGangFrameworkOnRealAgents(t *testing.T) {
 
 // `mezzo elastic` (TR §5.4, §6.5): replicas (this binary's `elastic
 // replica`, real processes) behind the balancer follow a load that rises
-// and falls; requests are answered throughout.
+// and falls; requests are answered throughout. The last, low stretch is
+// long enough for the balancer's 5 s meter to see the fall and for the
+// 2 s scale-down delay to pass.
 func TestElasticFrameworkOnRealAgents(t *testing.T) {
 	c := twoAgentCluster(t)
 	lb := "127.0.0.1:" + strconv.Itoa(freePort(t))
 	code, out := runCmd(t, 120*time.Second, mezzoBin, "elastic", "--master="+c.addr, "--listen="+lb,
 		"--resources=cpus:0.5;mem:64;ports:1", "--target=20", "--max=2", "--interval=500ms", "--scale_down_after=2s",
-		"--replica_work=1ms", "--load=5:4s,50:8s,5:6s", "--json")
+		"--replica_work=1ms", "--load=5:4s,50:8s,5:10s", "--json")
 	if code != 0 {
 		t.Fatalf("mezzo elastic: exit %d\n%s", code, out)
 	}
