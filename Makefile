@@ -2,7 +2,7 @@
 GO ?= go
 PROTO_FILES := $(shell find api/proto -name '*.proto' | sort)
 
-.PHONY: build generate protos test test-short test-failover lint clean tools screenshots
+.PHONY: build generate protos test test-short test-failover lint clean tools screenshots paper paper-plots
 
 # The build description shown by /version and /state (see internal/version:
 # without these, a build falls back to Go's VCS stamp, then to the
@@ -47,6 +47,22 @@ test-failover:
 # Chromium by the browser suite's own code (webui/browsertest).
 screenshots:
 	$(GO) test -count=1 -v -timeout 10m -run TestScreenshots ./webui/browsertest -screenshots=$(CURDIR)/docs/images
+
+# The paper's experiments (docs/paper.md): each writes its results to
+# docs/paper/<name>.json, then paperplot draws the figures beside them
+# (about 12 minutes on the 2-core development machine). PAPER_FLAGS go to
+# every experiment (e.g. --seed=2); paper-plots redraws from the results.
+PAPER_EXPERIMENTS ?= locality sharing overhead failover
+paper: build
+	@mkdir -p docs/paper
+	@for e in $(PAPER_EXPERIMENTS); do \
+		echo "mezzo bench paper $$e --json -v $(PAPER_FLAGS)"; \
+		bin/mezzo bench paper $$e --json -v $(PAPER_FLAGS) > docs/paper/$$e.json.tmp && mv docs/paper/$$e.json.tmp docs/paper/$$e.json || exit 1; \
+	done
+	$(GO) run ./tools/paperplot -dir docs/paper
+
+paper-plots:
+	$(GO) run ./tools/paperplot -dir docs/paper
 
 test-short:
 	$(GO) test -short -count=1 ./...

@@ -13,6 +13,7 @@ import (
 
 	"mezzo/api/mesos"
 	"mezzo/api/protocol"
+	"mezzo/resources"
 )
 
 // Agent is one emulated agent. It registers with the master under its
@@ -28,6 +29,13 @@ type Agent struct {
 	index    int
 	hostname string
 	own      bool // a lone agent: Stop also stops its runtime
+	// res and attrs, when set, replace the fleet's template for this
+	// agent (FleetConfig.Vary); read-only once the agent exists.
+	res   []*mesos.Resource
+	attrs []*mesos.Attribute
+	// preload are tasks it runs from the start (FleetConfig.Vary),
+	// adopted on its loop at Start.
+	preload []RunningTask
 
 	// Published for other goroutines.
 	pubID     atomic.Pointer[string]
@@ -53,6 +61,15 @@ type Agent struct {
 	pingTimeout time.Duration
 	pingTimer   *loopTimer
 	fws         map[string]*fwState // lazily allocated
+	// warm are the preloaded tasks whose end is armed at the first
+	// registration.
+	warm []warmTask
+}
+
+// warmTask is a preloaded task waiting for the agent's registration.
+type warmTask struct {
+	t *simTask
+	d time.Duration
 }
 
 // NewAgent returns a lone emulated agent with its own connection, loop and
@@ -84,6 +101,7 @@ func (a *Agent) Start() {
 			return
 		}
 		a.started = true
+		a.adoptPreload()
 		a.connect()
 	})
 }
@@ -260,6 +278,12 @@ func (a *Agent) subscribeMessage() *protocol.AgentCall_Subscribe {
 		Port:       proto.Int32(a.rt.cfg.Port),
 		Resources:  a.rt.res,
 		Attributes: a.rt.attrs,
+	}
+	if a.res != nil {
+		info.Resources = a.res
+	}
+	if a.attrs != nil {
+		info.Attributes = a.attrs
 	}
 	if a.agentID != "" {
 		info.Id = agentIDProto(a.agentID)
@@ -461,6 +485,19 @@ func (a *Agent) onSubscribed(s *protocol.AgentEvent_Subscribed) {
 	a.firstAt.CompareAndSwap(0, now)
 	a.rt.counters.registrations.Add(1)
 	a.setRegistered(true)
+	for _, w := range a.warm {
+		w.t.task.AgentId = agentIDProto(id)
+		a.finishAfter(w.t, w.d)
+	}
+	a.warm = nil
+	if len(a.rt.over) > 0 {
+		// A (re-)registered agent tells the master its estimate at once,
+		// as the real agent's forwarder does after registering.
+		a.send(&protocol.AgentCall{
+			Type:            protocol.AgentCall_UPDATE_RESOURCES.Enum(),
+			UpdateResources: &protocol.AgentCall_UpdateResources{Oversubscribed: a.rt.over},
+		})
+	}
 	a.resumeUpdates()
 }
 
@@ -499,3 +536,24 @@ var errStopped = errors.New("sim: stopped")
 
 // String names the agent in logs.
 func (a *Agent) String() string { return fmt.Sprintf("%s(%s)", a.hostname, a.ID()) }
+
+// vary applies a fleet's per-agent variant before the agent starts.
+func (a *Agent) vary(v AgentVariant) error {
+	if v.Resources != "" {
+		rs, err := resources.Parse(v.Resources, "*")
+		if err != nil {
+			return fmt.Errorf("sim: agent %d: invalid variant 'Resources': %w", a.index, err)
+		}
+		a.res = rs.Proto()
+	}
+	if v.Attributes != nil {
+		a.attrs = textAttributes(v.Attributes)
+	}
+	for i, rt := range v.Tasks {
+		if rt.Framework.GetId().GetValue() == "" || rt.TaskID == "" {
+			return fmt.Errorf("sim: agent %d: variant task %d needs a framework id and a task id", a.index, i)
+		}
+	}
+	a.preload = v.Tasks
+	return nil
+}

@@ -30,6 +30,9 @@ const (
 	// DefaultStatusRetry is how long an unacknowledged status update waits
 	// before it is sent again (Mesos's STATUS_UPDATE_RETRY_INTERVAL_MIN).
 	DefaultStatusRetry = 10 * time.Second
+	// MaxStatusRetry bounds the doubling of an update's retry interval
+	// (Mesos's STATUS_UPDATE_RETRY_INTERVAL_MAX).
+	MaxStatusRetry = 10 * time.Minute
 	// DefaultPingInterval and DefaultMaxMissed apply when SUBSCRIBED does
 	// not say (--agent_ping_timeout 15 s, --max_agent_ping_timeouts 5).
 	DefaultPingInterval = 15 * time.Second
@@ -39,6 +42,10 @@ const (
 	// DurationLabel on a TaskInfo overrides the agent's task duration
 	// ("500ms", "2s", "never").
 	DurationLabel = "sim_duration"
+	// DurationEnv in a task's command environment does the same, for
+	// frameworks that set environment variables but not labels (`mezzo
+	// run --env SIM_DURATION=2s`).
+	DurationEnv = "SIM_DURATION"
 	// Version is reported as the agents' version.
 	Version = "sim"
 )
@@ -60,12 +67,19 @@ type AgentConfig struct {
 	Resources string
 	// Attributes are advertised as text attributes, name → value.
 	Attributes map[string]string
+	// Oversubscribed, in Mesos text form, is a fixed revocable estimate
+	// (as the real agent's `fixed` resource estimator gives): after every
+	// registration the agent sends it in UPDATE_RESOURCES, every resource
+	// marked revocable, so the master's revocable stage offers it to
+	// frameworks with the REVOCABLE_RESOURCES capability. Empty: none.
+	Oversubscribed string
 	// TaskDuration is how long a fake task runs between TASK_RUNNING and
 	// TASK_FINISHED; Never (or any negative value) runs it until killed.
 	// Zero finishes it as soon as TASK_RUNNING is acknowledged.
 	TaskDuration time.Duration
-	// StatusRetry is the resend interval of unacknowledged updates
-	// (default 10 s).
+	// StatusRetry is the first resend interval of an unacknowledged
+	// update (default 10 s); each further resend of the same update waits
+	// twice as long, up to MaxStatusRetry.
 	StatusRetry time.Duration
 	// RegistrationBackoff and MaxRegistrationBackoff bound the random
 	// delay before a reconnection attempt (defaults 1 s and 1 min).
@@ -82,6 +96,9 @@ type AgentConfig struct {
 // normalize fills defaults and validates. It parses the resources once
 // so that every agent of a fleet shares the same (read-only) protos.
 func (c AgentConfig) normalize() (AgentConfig, []*mesos.Resource, error) {
+	if _, err := c.oversubscribed(); err != nil {
+		return c, nil, err
+	}
 	var ms []string
 	for _, m := range c.Masters {
 		m = strings.TrimSpace(m)
@@ -130,20 +147,43 @@ func (c AgentConfig) normalize() (AgentConfig, []*mesos.Resource, error) {
 	return c, rs.Proto(), nil
 }
 
+// oversubscribed parses Oversubscribed into revocable resource protos
+// (nil when empty).
+func (c AgentConfig) oversubscribed() ([]*mesos.Resource, error) {
+	if strings.TrimSpace(c.Oversubscribed) == "" {
+		return nil, nil
+	}
+	rs, err := resources.Parse(c.Oversubscribed, "*")
+	if err != nil {
+		return nil, fmt.Errorf("sim: invalid 'Oversubscribed': %w", err)
+	}
+	if !rs.Reserved().IsEmpty() {
+		return nil, fmt.Errorf("sim: 'Oversubscribed' %q must not be reserved: revocable estimates are unreserved", c.Oversubscribed)
+	}
+	out := rs.Proto()
+	for _, r := range out {
+		r.Revocable = &mesos.Resource_RevocableInfo{}
+	}
+	return out, nil
+}
+
 // attributes renders Attributes as AgentInfo attributes (TEXT), sorted by
 // name for a stable AgentInfo.
-func (c AgentConfig) attributes() []*mesos.Attribute {
-	if len(c.Attributes) == 0 {
+func (c AgentConfig) attributes() []*mesos.Attribute { return textAttributes(c.Attributes) }
+
+// textAttributes renders name → value as TEXT attributes, sorted by name.
+func textAttributes(attrs map[string]string) []*mesos.Attribute {
+	if len(attrs) == 0 {
 		return nil
 	}
-	names := make([]string, 0, len(c.Attributes))
-	for n := range c.Attributes {
+	names := make([]string, 0, len(attrs))
+	for n := range attrs {
 		names = append(names, n)
 	}
 	slices.Sort(names)
 	out := make([]*mesos.Attribute, 0, len(names))
 	for _, n := range names {
-		v := c.Attributes[n]
+		v := attrs[n]
 		out = append(out, &mesos.Attribute{
 			Name: &n,
 			Type: mesos.Value_TEXT.Enum(),

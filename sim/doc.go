@@ -25,6 +25,7 @@
 // update carrying a 16-byte uuid and re-sent until the master forwards the
 // scheduler's acknowledgement (a simplified in-memory status update stream
 // per task: one update in flight, the next one sent once it is acked).
-// A task's duration may be overridden by the label DurationLabel
-// ("2s", "never") on its TaskInfo.
+// A task's duration may be overridden by the label DurationLabel ("2s",
+// "never") on its TaskInfo, or by its command's environment variable
+// DurationEnv.
 package sim

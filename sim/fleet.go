@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"sync"
 	"time"
+
+	"mezzo/api/mesos"
 )
 
 // FleetConfig configures a Fleet.
@@ -28,6 +30,41 @@ type FleetConfig struct {
 	// SUBSCRIBEs per second (a cold cluster whose agents boot together
 	// is the default: all at once).
 	StartRate float64
+	// Vary, if set, gives the agent of each index (FirstIndex + i) its
+	// own resources or attributes in place of the template's: a
+	// heterogeneous cluster, agents holding different data blocks, or
+	// static partitions reserved to different roles. Zero fields keep
+	// the template's.
+	Vary func(index int) AgentVariant
+}
+
+// AgentVariant is what one agent of a fleet has instead of the template.
+type AgentVariant struct {
+	// Resources in Mesos text form ("cpus(batch):4;mem(batch):8192").
+	Resources string
+	// Attributes, name → text value, replace the template's.
+	Attributes map[string]string
+	// Tasks the agent is already running when it starts.
+	Tasks []RunningTask
+}
+
+// RunningTask is a fake task an agent runs from the start, as if the
+// cluster had been busy before the emulation began: the agent reports it
+// when it registers (as every agent does when it re-registers with a new
+// master after a failover) and finishes it Duration after registering.
+// Its framework must be subscribed already, or the master ignores it.
+// A fleet of busy agents is in its steady state at once, without
+// launching every task first.
+type RunningTask struct {
+	// Framework is the task's framework; its id is required.
+	Framework *mesos.FrameworkInfo
+	TaskID    string
+	// Resources are the task's; they are shared, not copied: do not
+	// change them.
+	Resources []*mesos.Resource
+	// Duration is how long the task runs on after the agent registers
+	// (Never: until killed).
+	Duration time.Duration
 }
 
 // Fleet is many emulated agents in one process. They share one HTTP/2
@@ -72,7 +109,14 @@ func NewFleet(cfg FleetConfig) (*Fleet, error) {
 	f := &Fleet{rt: rt, rate: cfg.StartRate, stopC: make(chan struct{})}
 	f.agents = make([]*Agent, cfg.Agents)
 	for i := range f.agents {
-		f.agents[i] = newAgent(rt, rt.shards[i%len(rt.shards)], cfg.FirstIndex+i)
+		a := newAgent(rt, rt.shards[i%len(rt.shards)], cfg.FirstIndex+i)
+		if cfg.Vary != nil {
+			if err := a.vary(cfg.Vary(a.index)); err != nil {
+				rt.shutdown()
+				return nil, err
+			}
+		}
+		f.agents[i] = a
 	}
 	return f, nil
 }

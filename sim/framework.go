@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"sync"
@@ -53,6 +54,20 @@ type FrameworkConfig struct {
 	// TaskDuration, if non-zero, is put on every task as DurationLabel
 	// (Never: "never"); zero leaves the agents' default.
 	TaskDuration time.Duration
+	// TaskDurationStdDev, if positive, draws each task's duration from a
+	// normal distribution around TaskDuration (at least a tenth of it),
+	// seeded by Seed: the paper's scalability workload (§6.5: mean 30 s,
+	// standard deviation 10 s).
+	TaskDurationStdDev time.Duration
+	// Seed seeds the duration draws, so that runs can be compared.
+	Seed uint64
+	// TasksPerOffer caps the tasks launched on one offer (0: as many as
+	// fit). The paper's scalability frameworks start one task on each
+	// agent they are offered.
+	TasksPerOffer int
+	// CallsInFlight bounds the launches, declines and acknowledgements the
+	// framework has outstanding at once (default 8).
+	CallsInFlight int
 	// RefuseSeconds is the filter on declined offers (default 5).
 	RefuseSeconds float64
 	// HTTPClient sends the framework's requests (default: a plain
@@ -73,11 +88,13 @@ type Framework struct {
 	client *scheduler.Client
 	need   resources.Resources
 	label  *mesos.Labels
+	rng    *rand.Rand // duration draws (loop-owned)
 
 	cancel context.CancelFunc
 	done   chan struct{}
-	acks   sync.WaitGroup
-	ackSem chan struct{}
+	// sem bounds the calls in flight off the loop; inflight counts them.
+	sem      chan struct{}
+	inflight sync.WaitGroup
 
 	// Loop-owned.
 	launched   int
@@ -112,8 +129,17 @@ func NewFramework(cfg FrameworkConfig) (*Framework, error) {
 	if len(cfg.Masters) == 0 {
 		return nil, errors.New("sim: framework 'Masters' must name at least one master")
 	}
-	if cfg.Tasks < 0 || cfg.LaunchRate < 0 || cfg.RefuseSeconds < 0 || cfg.FailoverTimeout < 0 {
-		return nil, errors.New("sim: framework 'Tasks', 'LaunchRate', 'RefuseSeconds' and 'FailoverTimeout' must not be negative")
+	if cfg.Tasks < 0 || cfg.LaunchRate < 0 || cfg.RefuseSeconds < 0 || cfg.FailoverTimeout < 0 || cfg.TasksPerOffer < 0 {
+		return nil, errors.New("sim: framework 'Tasks', 'LaunchRate', 'RefuseSeconds', 'FailoverTimeout' and 'TasksPerOffer' must not be negative")
+	}
+	if cfg.CallsInFlight < 0 {
+		return nil, errors.New("sim: framework 'CallsInFlight' must not be negative")
+	}
+	if cfg.CallsInFlight == 0 {
+		cfg.CallsInFlight = 8
+	}
+	if cfg.TaskDurationStdDev < 0 || (cfg.TaskDurationStdDev > 0 && cfg.TaskDuration <= 0) {
+		return nil, errors.New("sim: framework 'TaskDurationStdDev' must not be negative, and needs a positive 'TaskDuration'")
 	}
 	if cfg.Name == "" {
 		cfg.Name = "sim-framework"
@@ -160,16 +186,14 @@ func NewFramework(cfg FrameworkConfig) (*Framework, error) {
 	f := &Framework{
 		cfg:    cfg,
 		need:   need,
-		ackSem: make(chan struct{}, 16),
+		sem:    make(chan struct{}, cfg.CallsInFlight),
 		states: map[string]mesos.TaskState{},
 		done:   make(chan struct{}),
 	}
-	if cfg.TaskDuration != 0 {
-		v := cfg.TaskDuration.String()
-		if cfg.TaskDuration < 0 {
-			v = "never"
-		}
-		f.label = &mesos.Labels{Labels: []*mesos.Label{{Key: proto.String(DurationLabel), Value: proto.String(v)}}}
+	if cfg.TaskDurationStdDev > 0 {
+		f.rng = rand.New(rand.NewPCG(cfg.Seed, 0x5eed))
+	} else if cfg.TaskDuration != 0 {
+		f.label = DurationLabels(cfg.TaskDuration)
 	}
 	f.client = scheduler.New(scheduler.Config{
 		Masters:    cfg.Masters,
@@ -207,7 +231,7 @@ func (f *Framework) Stop() {
 		f.cancel()
 	}
 	<-f.done
-	f.acks.Wait()
+	f.inflight.Wait()
 }
 
 // Teardown removes the framework from the cluster (its tasks are killed)
@@ -378,7 +402,7 @@ func (f *Framework) offers(ctx context.Context, offers []*mesos.Offer) {
 		}
 		ids := []*mesos.OfferID{o.GetId()}
 		filters := scheduler.RefuseFor(f.cfg.RefuseSeconds)
-		f.call(func() error { return f.client.Launch(ctx, ids, tasks, filters) })
+		f.async(ctx, func() error { return f.client.Launch(ctx, ids, tasks, filters) }, f.logError("launch"))
 	}
 	f.mu.Lock()
 	f.stats.Offers += len(offers)
@@ -386,7 +410,7 @@ func (f *Framework) offers(ctx context.Context, offers []*mesos.Offer) {
 	f.stats.Launched = f.launched
 	f.mu.Unlock()
 	if len(decline) > 0 {
-		f.call(func() error { return f.client.Decline(ctx, decline, scheduler.RefuseFor(f.cfg.RefuseSeconds)) })
+		f.async(ctx, func() error { return f.client.Decline(ctx, decline, scheduler.RefuseFor(f.cfg.RefuseSeconds)) }, f.logError("decline"))
 	}
 	if f.launched >= f.cfg.Tasks && !f.suppressed {
 		// Nothing left to launch: stop offers, as a well-behaved
@@ -405,7 +429,8 @@ func (f *Framework) fill(o *mesos.Offer) []*mesos.TaskInfo {
 	}
 	offered = offered.WithoutAllocationInfo().Unreserved()
 	var tasks []*mesos.TaskInfo
-	for f.launched < f.cfg.Tasks && (f.cfg.LaunchRate <= 0 || f.tokens >= 1) && offered.Contains(f.need) {
+	for f.launched < f.cfg.Tasks && (f.cfg.LaunchRate <= 0 || f.tokens >= 1) && offered.Contains(f.need) &&
+		(f.cfg.TasksPerOffer == 0 || len(tasks) < f.cfg.TasksPerOffer) {
 		offered = offered.Subtract(f.need)
 		f.launched++
 		if f.cfg.LaunchRate > 0 {
@@ -418,10 +443,35 @@ func (f *Framework) fill(o *mesos.Offer) []*mesos.TaskInfo {
 			AgentId:   o.GetAgentId(),
 			Resources: f.need.Proto(),
 			Command:   &mesos.CommandInfo{Shell: proto.Bool(true), Value: proto.String("true")},
-			Labels:    f.label,
+			Labels:    f.taskLabels(),
 		})
 	}
 	return tasks
+}
+
+// taskLabels is the next task's duration label: the fixed one, or a draw.
+func (f *Framework) taskLabels() *mesos.Labels {
+	if f.rng == nil {
+		return f.label
+	}
+	mean, sd := f.cfg.TaskDuration, f.cfg.TaskDurationStdDev
+	return DurationLabels(NormalDuration(f.rng, mean, sd))
+}
+
+// NormalDuration draws a duration from a normal distribution around mean,
+// at least a tenth of the mean.
+func NormalDuration(r *rand.Rand, mean, sd time.Duration) time.Duration {
+	return max(time.Duration(float64(mean)+r.NormFloat64()*float64(sd)), mean/10)
+}
+
+// DurationLabels is the label that sets a fake task's duration (Never:
+// until killed) on an emulated agent.
+func DurationLabels(d time.Duration) *mesos.Labels {
+	v := d.String()
+	if d < 0 {
+		v = "never"
+	}
+	return &mesos.Labels{Labels: []*mesos.Label{{Key: proto.String(DurationLabel), Value: proto.String(v)}}}
 }
 
 // refill adds launch tokens for the time since the last offer (at most
@@ -440,6 +490,15 @@ func (f *Framework) refill() {
 	f.lastRefill = now
 }
 
+// logError logs a failed asynchronous call.
+func (f *Framework) logError(what string) func(error) {
+	return func(err error) {
+		if err != nil {
+			f.cfg.Logf("sim framework %s: %s: %v", f.cfg.Name, what, err)
+		}
+	}
+}
+
 // call makes a call to the master on the loop, counting failures.
 func (f *Framework) call(fn func() error) {
 	if err := fn(); err != nil {
@@ -450,28 +509,74 @@ func (f *Framework) call(fn func() error) {
 	}
 }
 
-// ack acknowledges an update off the loop (a bounded number at once), so
-// that a burst of updates does not serialize behind round trips.
+// ack acknowledges an update off the loop.
 func (f *Framework) ack(ctx context.Context, st *mesos.TaskStatus) {
+	f.async(ctx, func() error { return f.client.Acknowledge(ctx, st) }, func(err error) {
+		if err == nil {
+			f.stats.Acked++
+			return
+		}
+		f.cfg.Logf("sim framework %s: acknowledging %s: %v", f.cfg.Name, st.GetTaskId().GetValue(), err)
+	})
+}
+
+// async makes a call off the loop, a bounded number at once, and counts
+// its outcome (done runs under f.mu). Every call to the master waits for
+// the master's event loop; a framework that made them one after another
+// would be paced by that round trip, not by its offers and updates (a
+// Mesos scheduler driver does not wait either: its messages are one-way).
+// Answers to different offers, and acknowledgements, need no order.
+func (f *Framework) async(ctx context.Context, call func() error, done func(err error)) {
 	select {
-	case f.ackSem <- struct{}{}:
+	case f.sem <- struct{}{}:
 	case <-ctx.Done():
 		return
 	}
-	f.acks.Add(1)
+	f.inflight.Add(1)
 	go func() {
-		defer f.acks.Done()
-		defer func() { <-f.ackSem }()
-		err := f.client.Acknowledge(ctx, st)
+		defer f.inflight.Done()
+		defer func() { <-f.sem }()
+		err := call()
 		f.mu.Lock()
 		if err != nil {
 			f.stats.CallErrors++
-		} else {
-			f.stats.Acked++
+		}
+		if done != nil {
+			done(err)
 		}
 		f.mu.Unlock()
-		if err != nil {
-			f.cfg.Logf("sim framework %s: acknowledging %s: %v", f.cfg.Name, st.GetTaskId().GetValue(), err)
-		}
 	}()
+}
+
+// StartFrameworks builds and starts a framework per config, parallel at a
+// time (the schedulers of a cluster start independently, not one after
+// another; 16 if parallel is 0). It returns the frameworks built, started
+// or not, with every error; the caller stops them.
+func StartFrameworks(ctx context.Context, cfgs []FrameworkConfig, parallel int) ([]*Framework, error) {
+	if parallel <= 0 {
+		parallel = 16
+	}
+	fws := make([]*Framework, 0, len(cfgs))
+	errs := make([]error, len(cfgs))
+	sem := make(chan struct{}, parallel)
+	var wg sync.WaitGroup
+	for i, cfg := range cfgs {
+		fw, err := NewFramework(cfg)
+		if err != nil {
+			wg.Wait()
+			return fws, err
+		}
+		fws = append(fws, fw)
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := fw.Start(ctx); err != nil {
+				errs[i] = fmt.Errorf("sim: framework %d (%s): %w", i, cfg.Name, err)
+			}
+		}()
+	}
+	wg.Wait()
+	return fws, errors.Join(errs...)
 }

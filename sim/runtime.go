@@ -21,6 +21,7 @@ type simRuntime struct {
 	cfg   AgentConfig // normalized template
 	res   []*mesos.Resource
 	attrs []*mesos.Attribute
+	over  []*mesos.Resource // revocable estimate sent after registering
 	clk   clock.Clock
 	log   *slog.Logger
 	// clients each serve up to agentsPerClient agents (clientFor).
@@ -54,6 +55,7 @@ func newRuntime(cfg AgentConfig, agents, shards, posters int) (*simRuntime, erro
 	if err != nil {
 		return nil, err
 	}
+	over, _ := cfg.oversubscribed() // normalize checked it
 	conns := &connCounter{dial: cfg.Dial}
 	if conns.dial == nil {
 		d := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
@@ -65,7 +67,7 @@ func newRuntime(cfg AgentConfig, agents, shards, posters int) (*simRuntime, erro
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	rt := &simRuntime{
-		cfg: cfg, res: res, attrs: cfg.attributes(),
+		cfg: cfg, res: res, attrs: cfg.attributes(), over: over,
 		clk: cfg.Clock, log: cfg.Logger,
 		clients: clients, conns: conns,
 		posts: newFIFO[postJob](),

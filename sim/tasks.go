@@ -39,6 +39,7 @@ type simTask struct {
 	finish  *loopTimer
 	pending []*mesos.TaskStatus // unacknowledged updates; the head is in flight
 	retry   *loopTimer
+	backoff time.Duration // the head's next retry interval (0: not sent yet)
 }
 
 // isTerminal: an emulated agent treats TASK_UNREACHABLE as final too.
@@ -134,24 +135,62 @@ func (a *Agent) launch(fw *fwState, ti *mesos.TaskInfo, ex *mesos.ExecutorInfo) 
 	if len(t.pending) == 2 {
 		a.sendHead(t)
 	}
-	if d := taskDuration(ti, a.rt.cfg.TaskDuration); d >= 0 {
-		t.finish = a.sh.after(d, func() {
-			if !isTerminal(t.state) {
-				a.rt.counters.tasksFinished.Add(1)
-				a.update(t, mesos.TaskState_TASK_FINISHED, mesos.TaskStatus_SOURCE_EXECUTOR, nil, "Command exited with status 0")
-			}
-		})
-	}
+	a.finishAfter(t, taskDuration(ti, a.rt.cfg.TaskDuration))
 }
 
-// taskDuration is the task's DurationLabel if it has a valid one, else
-// def; negative means never.
-func taskDuration(ti *mesos.TaskInfo, def time.Duration) time.Duration {
-	for _, l := range ti.GetLabels().GetLabels() {
-		if l.GetKey() != DurationLabel {
-			continue
+// finishAfter ends a task with TASK_FINISHED after d (never if d < 0).
+func (a *Agent) finishAfter(t *simTask, d time.Duration) {
+	if d < 0 {
+		return
+	}
+	t.finish = a.sh.after(d, func() {
+		if !isTerminal(t.state) {
+			a.rt.counters.tasksFinished.Add(1)
+			a.update(t, mesos.TaskState_TASK_FINISHED, mesos.TaskStatus_SOURCE_EXECUTOR, nil, "Command exited with status 0")
 		}
-		v := strings.TrimSpace(l.GetValue())
+	})
+}
+
+// adoptPreload makes the agent's preloaded tasks its own, running, before
+// its first SUBSCRIBE reports them (loop); their ends are armed when it
+// registers.
+func (a *Agent) adoptPreload() {
+	for _, p := range a.preload {
+		fw := a.framework(p.Framework, p.Framework.GetId().GetValue())
+		t := &simTask{fw: fw, id: p.TaskID, state: mesos.TaskState_TASK_RUNNING}
+		t.task = &mesos.Task{
+			Name:        proto.String(p.TaskID),
+			TaskId:      &mesos.TaskID{Value: proto.String(p.TaskID)},
+			FrameworkId: &mesos.FrameworkID{Value: proto.String(fw.id)},
+			// Required on the wire, unknown until the master assigns the
+			// agent its ID (it sets the task's from the agent's).
+			AgentId:   agentIDProto(""),
+			State:     mesos.TaskState_TASK_RUNNING.Enum(),
+			Resources: p.Resources,
+		}
+		fw.tasks[p.TaskID] = t
+		a.rt.counters.tasksLaunched.Add(1)
+		a.warm = append(a.warm, warmTask{t: t, d: p.Duration})
+	}
+	a.preload = nil
+}
+
+// taskDuration is the task's DurationLabel, or else its command's
+// DurationEnv, if it has a valid one, else def; negative means never.
+func taskDuration(ti *mesos.TaskInfo, def time.Duration) time.Duration {
+	var vals []string
+	for _, l := range ti.GetLabels().GetLabels() {
+		if l.GetKey() == DurationLabel {
+			vals = append(vals, l.GetValue())
+		}
+	}
+	for _, v := range ti.GetCommand().GetEnvironment().GetVariables() {
+		if v.GetName() == DurationEnv {
+			vals = append(vals, v.GetValue())
+		}
+	}
+	for _, v := range vals {
+		v = strings.TrimSpace(v)
 		if strings.EqualFold(v, "never") {
 			return Never
 		}
@@ -343,7 +382,15 @@ func (a *Agent) sendHead(t *simTask) {
 	}) {
 		a.rt.counters.updatesSent.Add(1)
 	}
-	t.retry = a.sh.after(a.rt.cfg.StatusRetry, func() { a.sendHead(t) })
+	// Mesos's status update manager doubles the interval of each retry of
+	// the same update, from 10 s up to 10 min, so that an overloaded
+	// master is not sent the backlog again every 10 s.
+	if t.backoff == 0 {
+		t.backoff = a.rt.cfg.StatusRetry
+	} else {
+		t.backoff = min(2*t.backoff, max(MaxStatusRetry, a.rt.cfg.StatusRetry))
+	}
+	t.retry = a.sh.after(t.backoff, func() { a.sendHead(t) })
 }
 
 // acknowledge moves a task's update stream on when the master forwards
@@ -361,6 +408,7 @@ func (a *Agent) acknowledge(fid, tid string, id []byte) {
 	a.rt.counters.updatesAcked.Add(1)
 	t.pending[0] = nil
 	t.pending = t.pending[1:]
+	t.backoff = 0
 	if len(t.pending) > 0 {
 		a.sendHead(t)
 		return

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -111,24 +113,14 @@ func benchFailover(args []string, stdout, stderr io.Writer) int {
 	cpuProfile := fs.String("cpuprofile", "",
 		"write CPU profiles of the recovery: PREFIX.bench.pprof for this process (kill to recovery) and PREFIX.<port>.pprof for each surviving master (the first --profile_seconds after the kill; the masters run with --profiling)")
 	profileSeconds := fs.Int("profile_seconds", 8, "length of the masters' CPU profiles with --cpuprofile")
-	procs := fs.Int("procs", max(1, runtime.NumCPU()/2), "GOMAXPROCS of this process, which runs the emulated agents and frameworks (not of the masters)")
-	gogc := fs.Int("gogc", 400, "GOGC of this process, which runs the emulated agents and frameworks (not of the masters)")
+	tune := emulationFlags(fs, max(1, runtime.NumCPU()/2))
 	if code := parseFlags(fs, args); code >= 0 {
 		return code
 	}
-	// The emulated fleet shares the machine with the masters it measures
-	// (real agents run elsewhere); collecting its 20,000 goroutines' worth
-	// of garbage less often leaves more CPU to the masters.
-	if *procs < 1 {
-		fmt.Fprintln(stderr, "mezzo bench failover: --procs must be at least 1")
+	if err := tune(); err != nil {
+		fmt.Fprintf(stderr, "mezzo bench failover: %v\n", err)
 		return 2
 	}
-	debug.SetGCPercent(*gogc)
-	// Real agents run on other machines. On this one the emulation gets
-	// at most half the processors, so that it cannot crowd out the
-	// masters it measures; at one processor it also spends less on the
-	// Go scheduler (a 40,000-agent recovery took 15% less of its CPU).
-	runtime.GOMAXPROCS(*procs)
 	if *nMasters < 3 || *nMasters%2 == 0 {
 		fmt.Fprintln(stderr, "mezzo bench failover: --masters must be odd and at least 3")
 		return 2
@@ -205,24 +197,13 @@ func runFailoverBench(b failoverBench) (*failoverResult, error) {
 		}
 	}()
 	for i, addr := range addrs {
-		_, port, _ := net.SplitHostPort(addr)
-		mdir := filepath.Join(dir, fmt.Sprintf("master%d", i+1))
-		logFile, err := os.Create(mdir + ".log")
+		m, err := spawnMaster(bin, addr, filepath.Join(dir, fmt.Sprintf("master%d", i+1)),
+			"--masters="+strings.Join(addrs, ","), "--quorum="+strconv.Itoa(len(addrs)/2+1),
+			"--raft_timeout="+b.raftTimeout.String(), "--raft_lease_timeout="+b.raftLease.String(),
+			"--profiling="+strconv.FormatBool(b.cpuProfile != ""))
 		if err != nil {
 			return nil, err
 		}
-		defer logFile.Close()
-		cmd := exec.Command(bin, "master", "--ip=127.0.0.1", "--port="+port, "--work_dir="+mdir,
-			"--masters="+strings.Join(addrs, ","), "--quorum="+strconv.Itoa(len(addrs)/2+1),
-			"--raft_timeout="+b.raftTimeout.String(), "--raft_lease_timeout="+b.raftLease.String(), "--logging_level=warn",
-			"--profiling="+strconv.FormatBool(b.cpuProfile != ""))
-		cmd.Stdout, cmd.Stderr = logFile, logFile
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := cmd.Start(); err != nil {
-			return nil, err
-		}
-		m := &benchMaster{addr: addr, cmd: cmd, done: make(chan struct{})}
-		go func() { cmd.Wait(); close(m.done) }()
 		masters = append(masters, m)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
@@ -417,6 +398,59 @@ func procCPU(pid int) (time.Duration, error) {
 	}
 	const userHZ = 100
 	return time.Duration(utime+stime) * time.Second / userHZ, nil
+}
+
+// emulationFlags adds --procs (default procs) and --gogc, for benches
+// whose emulated agents and frameworks share the machine with the masters
+// they measure; the returned function applies them.
+func emulationFlags(fs *flag.FlagSet, procs0 int) (apply func() error) {
+	procs := fs.Int("procs", procs0, "GOMAXPROCS of this process, which runs the emulated agents and frameworks (not of the masters)")
+	gogc := fs.Int("gogc", 400, "GOGC of this process, which runs the emulated agents and frameworks (not of the masters)")
+	return func() error {
+		if *procs < 1 {
+			return errors.New("--procs must be at least 1")
+		}
+		// The emulated fleet shares the machine with the masters it
+		// measures (real agents run elsewhere); collecting its 20,000
+		// goroutines' worth of garbage less often leaves more CPU to the
+		// masters.
+		debug.SetGCPercent(*gogc)
+		// Real agents run on other machines. On this one the emulation
+		// gets (by default) at most half the processors, so that it cannot
+		// crowd out the masters it measures; at one processor it also
+		// spends less on the Go scheduler (a 40,000-agent recovery took
+		// 15% less of its CPU).
+		runtime.GOMAXPROCS(*procs)
+		return nil
+	}
+}
+
+// spawnMaster starts `bin master` on addr with its work directory mdir
+// (its log beside it, mdir.log) and extra flags, in its own process group.
+func spawnMaster(bin, addr, mdir string, extra ...string) (*benchMaster, error) {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	logFile, err := os.Create(mdir + ".log")
+	if err != nil {
+		return nil, err
+	}
+	args := append([]string{"master", "--ip=127.0.0.1", "--port=" + port, "--work_dir=" + mdir, "--logging_level=warn"}, extra...)
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, err
+	}
+	m := &benchMaster{addr: addr, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		cmd.Wait()
+		logFile.Close()
+		close(m.done)
+	}()
+	return m, nil
 }
 
 func (m *benchMaster) kill() {

@@ -26,9 +26,12 @@ var commands = map[string]subcommand{
 	"agent":            {"run an agent (--master=host:port)", runAgent},
 	"local":            {"run a master and N agents on loopback (the quick start)", runLocal},
 	"run":              {"run a command on the cluster and follow it to the end", runRun},
+	"batch":            {"run jobs of block-reading tasks with delay scheduling (the paper's Hadoop)", runBatch},
+	"gang":             {"run rigid jobs whose tasks start all at once (the paper's MPI)", runGang},
+	"elastic":          {"run a web service scaled with its load: elastic [replica|load]", runElastic},
 	"executor":         {"the built-in command executor (started by agents)", runCommandExecutor},
 	"default-executor": {"the built-in task group executor (started by agents)", runDefaultExecutor},
-	"bench":            {"reproducible benchmarks: bench allocator|registrar|failover|launch", runBench},
+	"bench":            {"reproducible benchmarks: bench allocator|registrar|failover|launch|paper", runBench},
 	"version":          {"print the version", runVersion},
 }
 

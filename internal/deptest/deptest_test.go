@@ -76,6 +76,10 @@ var rules = []rule{
 		func(path, dep string) bool {
 			return isAPI(dep) || isResources(dep) || isInternal(dep) || under(topLevel(path))(dep)
 		}},
+	{"shipped frameworks are clients: api, resources, internal, scheduler and each other only", under(module + "/frameworks"),
+		func(_, dep string) bool {
+			return isAPI(dep) || isResources(dep) || isInternal(dep) || under(module+"/scheduler")(dep) || under(module+"/frameworks")(dep)
+		}},
 	{"sim speaks the protocols like an external process: no master or agent", under(module + "/sim"),
 		func(_, dep string) bool { return !isMaster(dep) && !isAgent(dep) }},
 	{"only the HTTP layers import promexp (the counting packages hand timerstat values up)",

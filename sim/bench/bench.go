@@ -19,7 +19,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"mezzo/sim"
@@ -190,38 +189,21 @@ func start(ctx context.Context, cfg Config, res *Result) (*cluster, error) {
 	return c, nil
 }
 
-// startFrameworks subscribes cfg.Frameworks frameworks, a few at a time
-// (schedulers of a cluster start independently, not one after another).
+// startFrameworks subscribes cfg.Frameworks frameworks over one HTTP/1.1
+// client, as most Mesos frameworks speak.
 func startFrameworks(ctx context.Context, cfg Config) ([]*sim.Framework, error) {
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}} // HTTP/1.1, as most Mesos frameworks speak
-	fws := make([]*sim.Framework, cfg.Frameworks)
-	errs := make([]error, cfg.Frameworks)
-	sem := make(chan struct{}, 16)
-	var wg sync.WaitGroup
-	for i := range fws {
-		fw, err := sim.NewFramework(sim.FrameworkConfig{
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	cfgs := make([]sim.FrameworkConfig, cfg.Frameworks)
+	for i := range cfgs {
+		cfgs[i] = sim.FrameworkConfig{
 			Masters:      cfg.Masters,
 			Name:         "sim-framework-" + strconv.Itoa(i),
 			Tasks:        cfg.TasksPerFramework,
 			TaskDuration: cfg.TaskDuration,
 			HTTPClient:   client,
-		})
-		if err != nil {
-			return nil, err
 		}
-		fws[i] = fw
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			if err := fw.Start(ctx); err != nil {
-				errs[i] = fmt.Errorf("bench: framework %d: %w", i, err)
-			}
-		}()
 	}
-	wg.Wait()
-	return fws, errors.Join(errs...)
+	return sim.StartFrameworks(ctx, cfgs, 16)
 }
 
 func (c *cluster) stop() {

@@ -1,0 +1,269 @@
+// Package offers holds what the frameworks shipped with mezzo (batch,
+// gang, elastic) do with a resource offer before deciding: take one task's
+// resources out of what an offer still has, preferring resources reserved
+// to the framework's role and choosing whether revocable ones may serve,
+// and read the offer's attributes. It is pure: no calls, no clock.
+//
+// A framework keeps, per offer it is filling, the Resources not yet
+// given to a task, and calls Take once per task:
+//
+//	avail := offers.Available(offer)
+//	for {
+//		got, rest, ok := offers.Take(avail, need, offers.NoRevocable)
+//		if !ok { break }
+//		launch(task, got)
+//		avail = rest
+//	}
+package offers
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+
+	"mezzo/api/mesos"
+	"mezzo/resources"
+)
+
+// Need is what one task asks for: scalar quantities by name ("cpus",
+// "mem", "disk", …) and a number of ports.
+type Need struct {
+	Scalars map[string]float64
+	Ports   int
+}
+
+// ParseNeed reads a task's resources in Mesos text form, e.g.
+// "cpus:1;mem:256;ports:1" (ports is a count here, not ranges).
+func ParseNeed(text string) (Need, error) {
+	n := Need{Scalars: map[string]float64{}}
+	for _, tok := range strings.Split(text, ";") {
+		tok = strings.TrimSpace(tok)
+		if tok == "" {
+			continue
+		}
+		name, v, ok := strings.Cut(tok, ":")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" || strings.ContainsAny(name, "()") {
+			return Need{}, fmt.Errorf("%q: expecting name:quantity (a task's needs are unreserved quantities)", tok)
+		}
+		var q float64
+		if _, err := fmt.Sscanf(strings.TrimSpace(v), "%g", &q); err != nil || !(q > 0) || math.IsInf(q, 0) {
+			return Need{}, fmt.Errorf("%q: the quantity must be a positive number", tok)
+		}
+		if name == "ports" {
+			if q != math.Trunc(q) {
+				return Need{}, fmt.Errorf("%q: ports is a whole number of ports", tok)
+			}
+			n.Ports += int(q)
+			continue
+		}
+		n.Scalars[name] += q
+	}
+	if len(n.Scalars) == 0 && n.Ports == 0 {
+		return Need{}, errors.New("no resources given")
+	}
+	return n, nil
+}
+
+// String renders the need as ParseNeed reads it, names sorted.
+func (n Need) String() string {
+	names := make([]string, 0, len(n.Scalars))
+	for k := range n.Scalars {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	var parts []string
+	for _, k := range names {
+		parts = append(parts, fmt.Sprintf("%s:%g", k, n.Scalars[k]))
+	}
+	if n.Ports > 0 {
+		parts = append(parts, fmt.Sprintf("ports:%d", n.Ports))
+	}
+	return strings.Join(parts, ";")
+}
+
+// Scalar is the need's quantity of name (0 if it asks for none).
+func (n Need) Scalar(name string) float64 { return n.Scalars[name] }
+
+// Revocability says whether revocable resources may serve a need.
+type Revocability int
+
+const (
+	// NoRevocable takes only non-revocable resources.
+	NoRevocable Revocability = iota
+	// PreferRevocable takes revocable resources first and non-revocable
+	// ones for what remains (a best-effort task: cheaper capacity first).
+	PreferRevocable
+)
+
+// Available is what an offer holds, without allocation info (the
+// frameworks here subscribe in one role, so their tasks carry none).
+func Available(o *mesos.Offer) resources.Resources {
+	r, err := resources.FromProto(o.GetResources())
+	if err != nil {
+		// The master validated what it offers; an offer we cannot read is
+		// one we cannot use.
+		return resources.Resources{}
+	}
+	return r.WithoutAllocationInfo()
+}
+
+// Take takes need out of avail: for each scalar, resources reserved to a
+// role first (a framework is offered only its own role's reservations),
+// then unreserved ones, revocable ones first or never as rev says; and
+// the lowest free ports. It returns what was taken (a task's resources),
+// what remains, and false (with avail unchanged) if avail cannot cover
+// need.
+func Take(avail resources.Resources, need Need, rev Revocability) (taken, rest resources.Resources, ok bool) {
+	items := avail.Proto()
+	slices.SortStableFunc(items, func(a, b *mesos.Resource) int {
+		return cmp.Or(cmp.Compare(rank(a, rev), rank(b, rev)), strings.Compare(a.GetName(), b.GetName()))
+	})
+	var out []*mesos.Resource
+	for _, name := range sortedNames(need.Scalars) {
+		left := milli(need.Scalars[name])
+		for _, r := range items {
+			if left == 0 {
+				break
+			}
+			if r.GetName() != name || r.GetType() != mesos.Value_SCALAR || !usable(r, rev) {
+				continue
+			}
+			have := milli(r.GetScalar().GetValue())
+			if have == 0 {
+				continue
+			}
+			n := min(have, left)
+			part := proto.CloneOf(r)
+			part.Scalar = &mesos.Value_Scalar{Value: proto.Float64(float64(n) / 1000)}
+			// Take it from the copy too, so a later need of the same name
+			// (none today) would not count it twice.
+			r.Scalar = &mesos.Value_Scalar{Value: proto.Float64(float64(have-n) / 1000)}
+			out = append(out, part)
+			left -= n
+		}
+		if left > 0 {
+			return resources.Resources{}, avail, false
+		}
+	}
+	if need.Ports > 0 {
+		ports, ok := takePorts(items, need.Ports, rev)
+		if !ok {
+			return resources.Resources{}, avail, false
+		}
+		out = append(out, ports...)
+	}
+	taken, err := resources.FromProto(out)
+	if err != nil || !avail.Contains(taken) {
+		// Only a bug gets here: every part came out of avail.
+		return resources.Resources{}, avail, false
+	}
+	return taken, avail.Subtract(taken), true
+}
+
+// Count is how many times need fits in avail.
+func Count(avail resources.Resources, need Need, rev Revocability) int {
+	n := 0
+	for {
+		_, rest, ok := Take(avail, need, rev)
+		if !ok {
+			return n
+		}
+		n++
+		avail = rest
+	}
+}
+
+// IsRevocable reports whether any of a task's resources are revocable
+// (Mesos: such a task may be killed when the estimate shrinks).
+func IsRevocable(r resources.Resources) bool { return !r.Revocable().IsEmpty() }
+
+// rank orders resources for taking: reserved before unreserved, and
+// revocable before non-revocable when rev prefers them.
+func rank(r *mesos.Resource, rev Revocability) int {
+	k := 2
+	if len(r.GetReservations()) > 0 || (r.GetRole() != "" && r.GetRole() != "*") {
+		k = 0
+	}
+	if rev == PreferRevocable && r.GetRevocable() != nil {
+		k--
+	}
+	return k
+}
+
+func usable(r *mesos.Resource, rev Revocability) bool {
+	return rev == PreferRevocable || r.GetRevocable() == nil
+}
+
+// takePorts takes the n lowest ports of the usable port ranges.
+func takePorts(items []*mesos.Resource, n int, rev Revocability) ([]*mesos.Resource, bool) {
+	var out []*mesos.Resource
+	for _, r := range items {
+		if r.GetName() != "ports" || r.GetType() != mesos.Value_RANGES || !usable(r, rev) {
+			continue
+		}
+		var got []*mesos.Value_Range
+		for _, rg := range r.GetRanges().GetRange() {
+			for p := rg.GetBegin(); p <= rg.GetEnd() && n > 0; p++ {
+				got = append(got, &mesos.Value_Range{Begin: proto.Uint64(p), End: proto.Uint64(p)})
+				n--
+			}
+		}
+		if len(got) > 0 {
+			part := proto.CloneOf(r)
+			part.Ranges = &mesos.Value_Ranges{Range: got}
+			out = append(out, part)
+		}
+		if n == 0 {
+			return out, true
+		}
+	}
+	return nil, false
+}
+
+// Ports lists the ports of a task's resources, lowest first.
+func Ports(r resources.Resources) []uint64 {
+	var out []uint64
+	for _, p := range r.Named("ports").Proto() {
+		for _, rg := range p.GetRanges().GetRange() {
+			for v := rg.GetBegin(); v <= rg.GetEnd(); v++ {
+				out = append(out, v)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Attribute returns the text (or scalar, formatted) value of the offer's
+// attribute name.
+func Attribute(o *mesos.Offer, name string) (string, bool) {
+	for _, a := range o.GetAttributes() {
+		if a.GetName() != name {
+			continue
+		}
+		switch a.GetType() {
+		case mesos.Value_TEXT:
+			return a.GetText().GetValue(), true
+		case mesos.Value_SCALAR:
+			return fmt.Sprintf("%g", a.GetScalar().GetValue()), true
+		}
+	}
+	return "", false
+}
+
+func milli(v float64) int64 { return int64(math.Round(v * 1000)) }
+
+func sortedNames(m map[string]float64) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
