@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -55,6 +56,10 @@ type FrameworkConfig struct {
 	TaskDuration time.Duration
 	// RefuseSeconds is the filter on declined offers (default 5).
 	RefuseSeconds float64
+	// StartSuppressed subscribes with the role suppressed: the framework
+	// launches nothing until Resume (a benchmark starts every framework's
+	// launches at one instant).
+	StartSuppressed bool
 	// HTTPClient sends the framework's requests (default: a plain
 	// HTTP/1.1 client, as most Mesos frameworks use).
 	HTTPClient *http.Client
@@ -84,6 +89,9 @@ type Framework struct {
 	tokens     float64
 	lastRefill time.Time
 	suppressed bool
+	// resumed is set by Resume (StartSuppressed frameworks launch only
+	// after it).
+	resumed atomic.Bool
 
 	mu      sync.Mutex
 	subs    []time.Time                // SUBSCRIBED events received
@@ -171,13 +179,18 @@ func NewFramework(cfg FrameworkConfig) (*Framework, error) {
 		}
 		f.label = &mesos.Labels{Labels: []*mesos.Label{{Key: proto.String(DurationLabel), Value: proto.String(v)}}}
 	}
+	var suppressed []string
+	if cfg.StartSuppressed {
+		suppressed = []string{cfg.Role}
+	}
 	f.client = scheduler.New(scheduler.Config{
-		Masters:    cfg.Masters,
-		Framework:  info,
-		HTTPClient: cfg.HTTPClient,
-		Clock:      cfg.Clock,
-		Logf:       cfg.Logf,
-		MinBackoff: 100 * time.Millisecond,
+		Masters:         cfg.Masters,
+		Framework:       info,
+		SuppressedRoles: suppressed,
+		HTTPClient:      cfg.HTTPClient,
+		Clock:           cfg.Clock,
+		Logf:            cfg.Logf,
+		MinBackoff:      100 * time.Millisecond,
 	})
 	return f, nil
 }
@@ -208,6 +221,13 @@ func (f *Framework) Stop() {
 	}
 	<-f.done
 	f.acks.Wait()
+}
+
+// Resume starts the launches of a StartSuppressed framework: it revives
+// its role, so offers come.
+func (f *Framework) Resume(ctx context.Context) error {
+	f.resumed.Store(true)
+	return f.client.Revive(ctx)
 }
 
 // Teardown removes the framework from the cluster (its tasks are killed)
@@ -328,11 +348,16 @@ func (f *Framework) handle(ctx context.Context, ev *schedulerpb.Event) {
 		again := len(f.subs) > 0
 		f.subs = append(f.subs, f.cfg.Clock.Now())
 		f.mu.Unlock()
-		f.suppressed = false
+		f.suppressed = f.cfg.StartSuppressed
 		if again {
 			// Re-subscribed (a failover): ask for the tasks' latest states,
 			// as updates sent meanwhile may be lost to us.
 			f.call(func() error { return f.client.Reconcile(ctx, nil) })
+			if f.suppressed && f.resumed.Load() && f.launched < f.cfg.Tasks {
+				// SUBSCRIBE suppressed the role again.
+				f.suppressed = false
+				f.call(func() error { return f.client.Revive(ctx) })
+			}
 		}
 	case schedulerpb.Event_OFFERS:
 		f.offers(ctx, ev.GetOffers().GetOffers())
@@ -369,9 +394,16 @@ func (f *Framework) handle(ctx context.Context, ev *schedulerpb.Event) {
 // declines the rest.
 func (f *Framework) offers(ctx context.Context, offers []*mesos.Offer) {
 	f.refill()
+	waiting := f.cfg.StartSuppressed && !f.resumed.Load()
+	if f.suppressed && !waiting {
+		f.suppressed = false // Resume revived the role
+	}
 	var decline []*mesos.OfferID
 	for _, o := range offers {
-		tasks := f.fill(o)
+		var tasks []*mesos.TaskInfo
+		if !waiting {
+			tasks = f.fill(o)
+		}
 		if len(tasks) == 0 {
 			decline = append(decline, o.GetId())
 			continue

@@ -13,7 +13,7 @@ import (
 // them with the machine and the command.
 func runBench(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: mezzo bench allocator|launch|registrar|failover [flags]")
+		fmt.Fprintln(stderr, "usage: mezzo bench allocator|launch|registrar|failover|cluster [flags]")
 		return 2
 	}
 	switch args[0] {
@@ -25,8 +25,10 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		return benchRegistrar(args[1:], stdout, stderr)
 	case "failover":
 		return benchFailover(args[1:], stdout, stderr)
+	case "cluster":
+		return benchCluster(args[1:], stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "mezzo bench: unknown benchmark %q (known: allocator, launch, registrar, failover)\n", args[0])
+	fmt.Fprintf(stderr, "mezzo bench: unknown benchmark %q (known: allocator, launch, registrar, failover, cluster)\n", args[0])
 	return 2
 }
 

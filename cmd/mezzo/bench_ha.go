@@ -205,24 +205,13 @@ func runFailoverBench(b failoverBench) (*failoverResult, error) {
 		}
 	}()
 	for i, addr := range addrs {
-		_, port, _ := net.SplitHostPort(addr)
-		mdir := filepath.Join(dir, fmt.Sprintf("master%d", i+1))
-		logFile, err := os.Create(mdir + ".log")
+		m, err := startBenchMaster(bin, addr, filepath.Join(dir, fmt.Sprintf("master%d", i+1)),
+			"--masters="+strings.Join(addrs, ","), "--quorum="+strconv.Itoa(len(addrs)/2+1),
+			"--raft_timeout="+b.raftTimeout.String(), "--raft_lease_timeout="+b.raftLease.String(),
+			"--profiling="+strconv.FormatBool(b.cpuProfile != ""))
 		if err != nil {
 			return nil, err
 		}
-		defer logFile.Close()
-		cmd := exec.Command(bin, "master", "--ip=127.0.0.1", "--port="+port, "--work_dir="+mdir,
-			"--masters="+strings.Join(addrs, ","), "--quorum="+strconv.Itoa(len(addrs)/2+1),
-			"--raft_timeout="+b.raftTimeout.String(), "--raft_lease_timeout="+b.raftLease.String(), "--logging_level=warn",
-			"--profiling="+strconv.FormatBool(b.cpuProfile != ""))
-		cmd.Stdout, cmd.Stderr = logFile, logFile
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := cmd.Start(); err != nil {
-			return nil, err
-		}
-		m := &benchMaster{addr: addr, cmd: cmd, done: make(chan struct{})}
-		go func() { cmd.Wait(); close(m.done) }()
 		masters = append(masters, m)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
@@ -260,7 +249,7 @@ func runFailoverBench(b failoverBench) (*failoverResult, error) {
 		res.Killed = leader
 		cpuAtKill = processCPU(masters)
 		if b.cpuProfile != "" {
-			stopProfile = profileRecovery(ctx, b, masters, &profiles)
+			stopProfile = profileRun(ctx, b.cpuProfile, b.profileSeconds, masters, b.logf, &profiles)
 		}
 		go func() {
 			next, err := waitLeading(ctx, addrs, leader, time.Minute)
@@ -315,17 +304,18 @@ func runFailoverBench(b failoverBench) (*failoverResult, error) {
 	return res, nil
 }
 
-// profileRecovery starts this process's CPU profile, which the returned
-// function ends (once everyone is back; calls after the first do
-// nothing), and fetches each surviving master's, for b.profileSeconds,
-// into files named by b.cpuProfile.
-func profileRecovery(ctx context.Context, b failoverBench, masters []*benchMaster, wg *sync.WaitGroup) (stop func()) {
+// profileRun starts this process's CPU profile, which the returned
+// function ends (calls after the first do nothing), and fetches each
+// running master's for seconds (from /debug/pprof/profile: the masters run
+// with --profiling), into files named PREFIX.bench.pprof and
+// PREFIX.<port>.pprof.
+func profileRun(ctx context.Context, prefix string, seconds int, masters []*benchMaster, logf func(string, ...any), wg *sync.WaitGroup) (stop func()) {
 	stop = func() {}
-	if f, err := os.Create(b.cpuProfile + ".bench.pprof"); err != nil {
-		b.logf("cpu profile: %v", err)
+	if f, err := os.Create(prefix + ".bench.pprof"); err != nil {
+		logf("cpu profile: %v", err)
 	} else if err := pprof.StartCPUProfile(f); err != nil {
 		f.Close()
-		b.logf("cpu profile: %v", err)
+		logf("cpu profile: %v", err)
 	} else {
 		stop = sync.OnceFunc(func() {
 			pprof.StopCPUProfile()
@@ -342,9 +332,9 @@ func profileRecovery(ctx context.Context, b failoverBench, masters []*benchMaste
 		go func() {
 			defer wg.Done()
 			_, port, _ := net.SplitHostPort(m.addr)
-			url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", m.addr, b.profileSeconds)
-			if err := download(ctx, url, b.cpuProfile+"."+port+".pprof"); err != nil {
-				b.logf("cpu profile of %s: %v", m.addr, err)
+			url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", m.addr, seconds)
+			if err := download(ctx, url, prefix+"."+port+".pprof"); err != nil {
+				logf("cpu profile of %s: %v", m.addr, err)
 			}
 		}()
 	}
@@ -417,6 +407,32 @@ func procCPU(pid int) (time.Duration, error) {
 	}
 	const userHZ = 100
 	return time.Duration(utime+stime) * time.Second / userHZ, nil
+}
+
+// startBenchMaster starts `mezzo master` (this binary) on addr with its
+// work dir mdir, logging (warnings and worse) to mdir.log, in its own
+// process group; args are further flags.
+func startBenchMaster(bin, addr, mdir string, args ...string) (*benchMaster, error) {
+	_, port, _ := net.SplitHostPort(addr)
+	logFile, err := os.Create(mdir + ".log")
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, append([]string{"master", "--ip=127.0.0.1", "--port=" + port, "--work_dir=" + mdir,
+		"--logging_level=warn"}, args...)...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, err
+	}
+	m := &benchMaster{addr: addr, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		cmd.Wait()
+		logFile.Close()
+		close(m.done)
+	}()
+	return m, nil
 }
 
 func (m *benchMaster) kill() {

@@ -43,6 +43,9 @@ type Config struct {
 	// (default: until the end of the run).
 	TasksPerFramework int
 	TaskDuration      time.Duration
+	// TaskResources is each task's resources (default
+	// sim.DefaultTaskResources).
+	TaskResources string
 	// FirstIndex numbers the agents' hostnames (sim-<FirstIndex+i>).
 	FirstIndex int
 	// Hold keeps the registered cluster running this long before the
@@ -59,6 +62,10 @@ type Config struct {
 	// back, before it measures and stops the emulation (whose costs would
 	// otherwise blur what the recovery cost).
 	OnRecovered func()
+
+	// suppressed subscribes the frameworks with their role suppressed
+	// (Launch releases them together).
+	suppressed bool
 }
 
 func (c Config) normalize() (Config, error) {
@@ -200,11 +207,13 @@ func startFrameworks(ctx context.Context, cfg Config) ([]*sim.Framework, error) 
 	var wg sync.WaitGroup
 	for i := range fws {
 		fw, err := sim.NewFramework(sim.FrameworkConfig{
-			Masters:      cfg.Masters,
-			Name:         "sim-framework-" + strconv.Itoa(i),
-			Tasks:        cfg.TasksPerFramework,
-			TaskDuration: cfg.TaskDuration,
-			HTTPClient:   client,
+			Masters:         cfg.Masters,
+			Name:            "sim-framework-" + strconv.Itoa(i),
+			Tasks:           cfg.TasksPerFramework,
+			TaskDuration:    cfg.TaskDuration,
+			TaskResources:   cfg.TaskResources,
+			StartSuppressed: cfg.suppressed,
+			HTTPClient:      client,
 		})
 		if err != nil {
 			return nil, err
