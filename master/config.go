@@ -80,6 +80,11 @@ type Config struct {
 	// allocator (Options.Revoke = Master.AllocatorRevoke); a caller-provided
 	// allocator is wired by the caller.
 	Revocation bool
+	// OfferConstraintsMaxProgramSize bounds the regexes of frameworks'
+	// offer constraints (--offer_constraints_re2_max_program_size, default
+	// 100; counted in Go's regexp instructions, see
+	// allocator.NewOfferConstraints).
+	OfferConstraintsMaxProgramSize int
 	// AllocationInterval is --allocation_interval (default 1s).
 	AllocationInterval time.Duration
 	// OfferTimeout rescinds offers outstanding this long (--offer_timeout);
@@ -175,6 +180,12 @@ func (c *Config) validate() error {
 	}
 	if c.OfferTimeout < 0 {
 		return errors.New("master: Config.OfferTimeout must not be negative")
+	}
+	if c.OfferConstraintsMaxProgramSize == 0 {
+		c.OfferConstraintsMaxProgramSize = allocator.DefaultRegexMaxProgramSize
+	}
+	if c.OfferConstraintsMaxProgramSize < 0 {
+		return errors.New("master: Config.OfferConstraintsMaxProgramSize (--offer_constraints_re2_max_program_size) must be positive")
 	}
 	if c.AgentPingTimeout == 0 {
 		c.AgentPingTimeout = DefaultAgentPingTimeout

@@ -45,13 +45,13 @@ func (r *recordingAllocator) rec(format string, args ...any) {
 
 func (r *recordingAllocator) Start() {}
 func (r *recordingAllocator) Stop()  {}
-func (r *recordingAllocator) AddFramework(id string, info *mesos.FrameworkInfo, used map[string]resources.Resources, active bool, suppressed []string) {
+func (r *recordingAllocator) AddFramework(id string, info *mesos.FrameworkInfo, used map[string]resources.Resources, active bool, opts allocator.FrameworkOptions) {
 	r.rec("AddFramework %s active=%v", id, active)
 }
 func (r *recordingAllocator) RemoveFramework(id string)     { r.rec("RemoveFramework %s", id) }
 func (r *recordingAllocator) ActivateFramework(id string)   { r.rec("ActivateFramework %s", id) }
 func (r *recordingAllocator) DeactivateFramework(id string) { r.rec("DeactivateFramework %s", id) }
-func (r *recordingAllocator) UpdateFramework(id string, info *mesos.FrameworkInfo, suppressed []string) {
+func (r *recordingAllocator) UpdateFramework(id string, info *mesos.FrameworkInfo, opts allocator.FrameworkOptions) {
 	r.rec("UpdateFramework %s", id)
 }
 func (r *recordingAllocator) AddAgent(id string, info *mesos.AgentInfo, total resources.Resources, used map[string]resources.Resources) {

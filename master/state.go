@@ -133,6 +133,9 @@ type framework struct {
 	failoverAt       time.Time // removal deadline while disconnected; zero if none
 
 	suppressed map[string]bool
+	// offerConstraints are the constraints of its last SUBSCRIBE or
+	// UPDATE_FRAMEWORK (nil: none), as reported by the state endpoints.
+	offerConstraints *schedulerpb.OfferConstraints
 
 	tasks            map[string]*task       // by task ID: not yet completed
 	unreachableTasks map[string]*mesos.Task // tasks on unreachable agents (partition-aware)

@@ -11,6 +11,7 @@ import (
 	"mezzo/api/masterpb"
 	"mezzo/api/mesos"
 	"mezzo/api/protocol"
+	"mezzo/master/allocator"
 	"mezzo/resources"
 )
 
@@ -358,7 +359,7 @@ func (s *state) adoptReport(a *agent, sub *protocol.AgentCall_Subscribe, now tim
 			fw := newFramework(id, proto.Clone(info).(*mesos.FrameworkInfo), now)
 			fw.recovered = true
 			s.frameworks[id] = fw
-			s.alloc.AddFramework(id, fw.info, nil, false, nil)
+			s.alloc.AddFramework(id, fw.info, nil, false, allocator.FrameworkOptions{})
 			s.emit(func() *masterpb.Event {
 				return &masterpb.Event{Type: masterpb.Event_FRAMEWORK_ADDED.Enum(),
 					FrameworkAdded: &masterpb.Event_FrameworkAdded{Framework: s.frameworkProto(fw)}}

@@ -12,6 +12,7 @@ import (
 	"mezzo/api/mesos"
 	"mezzo/api/protocol"
 	"mezzo/api/schedulerpb"
+	"mezzo/master/allocator"
 	"mezzo/resources"
 )
 
@@ -50,6 +51,10 @@ func (s *state) subscribe(sub *schedulerpb.Call_Subscribe, now time.Time) (*Fram
 	if err := validateFrameworkInfo(sub.GetFrameworkInfo()); err != nil {
 		return nil, badRequest("Failed to validate scheduler::Call: %v", err)
 	}
+	opts, err := s.frameworkOptions(sub.GetFrameworkInfo(), sub.GetSuppressedRoles(), sub.GetOfferConstraints())
+	if err != nil {
+		return nil, badRequest("%v", err)
+	}
 	info := proto.Clone(sub.GetFrameworkInfo()).(*mesos.FrameworkInfo)
 	id := info.GetId().GetValue()
 
@@ -69,7 +74,7 @@ func (s *state) subscribe(sub *schedulerpb.Call_Subscribe, now time.Time) (*Fram
 		info.Id = frameworkID(id)
 		fw = newFramework(id, info, now)
 		s.frameworks[id] = fw
-		s.alloc.AddFramework(id, info, nil, true, sub.GetSuppressedRoles())
+		s.alloc.AddFramework(id, info, nil, true, opts)
 		s.log.Info("framework registered", "framework", id, "name", info.GetName())
 	case fw == nil:
 		added = true
@@ -78,7 +83,7 @@ func (s *state) subscribe(sub *schedulerpb.Call_Subscribe, now time.Time) (*Fram
 		fw = newFramework(id, info, now)
 		fw.reregisteredTime = now
 		s.frameworks[id] = fw
-		s.alloc.AddFramework(id, info, s.frameworkUsed(fw), true, sub.GetSuppressedRoles())
+		s.alloc.AddFramework(id, info, s.frameworkUsed(fw), true, opts)
 		s.updateFrameworkOnAgents(fw)
 		s.log.Info("framework re-registered", "framework", id)
 	default:
@@ -96,7 +101,7 @@ func (s *state) subscribe(sub *schedulerpb.Call_Subscribe, now time.Time) (*Fram
 		fw.recovered = false
 		fw.failoverAt = time.Time{}
 		fw.reregisteredTime = now
-		s.alloc.UpdateFramework(id, info, sub.GetSuppressedRoles())
+		s.alloc.UpdateFramework(id, info, opts)
 		s.alloc.ActivateFramework(id)
 		s.updateFrameworkOnAgents(fw)
 		s.log.Info("framework re-subscribed", "framework", id)
@@ -106,6 +111,7 @@ func (s *state) subscribe(sub *schedulerpb.Call_Subscribe, now time.Time) (*Fram
 	for _, r := range sub.GetSuppressedRoles() {
 		fw.suppressed[r] = true
 	}
+	fw.offerConstraints = keptConstraints(sub.GetOfferConstraints())
 	st := s.newFrameworkStream(id)
 	fw.stream = st
 	fw.connected = true
@@ -266,6 +272,11 @@ func (s *state) updateFramework(fw *framework, u *schedulerpb.Call_UpdateFramewo
 	case info.GetCheckpoint() != fw.info.GetCheckpoint():
 		return badRequest("Updating 'FrameworkInfo.checkpoint' is unsupported")
 	}
+	opts, err := s.frameworkOptions(info, u.GetSuppressedRoles(), u.GetOfferConstraints())
+	if err != nil {
+		return badRequest("'UpdateFramework' call is not valid: %v", err)
+	}
+	fw.offerConstraints = keptConstraints(u.GetOfferConstraints())
 	fw.info = proto.Clone(info).(*mesos.FrameworkInfo)
 	fw.caps = capabilitySet(fw.info)
 	fw.suppressed = map[string]bool{}
@@ -274,11 +285,28 @@ func (s *state) updateFramework(fw *framework, u *schedulerpb.Call_UpdateFramewo
 	}
 	// Offers made under the old roles or capabilities may no longer fit.
 	s.recoverFrameworkOffers(fw, true)
-	s.alloc.UpdateFramework(fw.id, fw.info, u.GetSuppressedRoles())
+	s.alloc.UpdateFramework(fw.id, fw.info, opts)
 	s.updateFrameworkOnAgents(fw)
 	s.dirty = true
 	s.emitFrameworkUpdated(fw)
 	return nil
+}
+
+// frameworkOptions builds the allocator's options for a SUBSCRIBE or
+// UPDATE_FRAMEWORK, validating its offer constraints against the
+// framework's roles as Mesos does (the error says what is wrong).
+func (s *state) frameworkOptions(info *mesos.FrameworkInfo, suppressed []string, c *schedulerpb.OfferConstraints) (allocator.FrameworkOptions, error) {
+	oc, err := allocator.NewOfferConstraints(c, frameworkRoles(info), s.cfg.OfferConstraintsMaxProgramSize)
+	return allocator.FrameworkOptions{SuppressedRoles: suppressed, OfferConstraints: oc}, err
+}
+
+// keptConstraints is what the master reports of a call's offer
+// constraints: a copy, or nil when they constrain nothing.
+func keptConstraints(c *schedulerpb.OfferConstraints) *schedulerpb.OfferConstraints {
+	if len(c.GetRoleConstraints()) == 0 {
+		return nil
+	}
+	return proto.CloneOf(c)
 }
 
 // updateFrameworkOnAgents sends the current FrameworkInfo to every agent

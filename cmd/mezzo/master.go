@@ -25,7 +25,7 @@ import (
 type masterFlags struct {
 	ip, hostname, workDir, allocator, weights, minAllocatable, logLevel string
 	logFormat                                                           string
-	port, maxAgentPingTimeouts                                          int
+	port, maxAgentPingTimeouts, offerConstraintsMaxProgram              int
 	// logging is the logger's level control, for SET_LOGGING_LEVEL.
 	logging                                            *loglevel.Control
 	revocation, profiling                              bool
@@ -58,6 +58,8 @@ func addMasterFlags(fs *flag.FlagSet) *masterFlags {
 	fs.BoolVar(&f.profiling, "profiling", false,
 		"mezzo only: serve Go's runtime profiles (CPU, heap, goroutines) under /debug/pprof/ on the HTTP port, for `go tool pprof`")
 	fs.IntVar(&f.maxAgentPingTimeouts, "max_agent_ping_timeouts", 5, "missed pings before an agent is unreachable")
+	fs.IntVar(&f.offerConstraintsMaxProgram, "offer_constraints_re2_max_program_size", allocator.DefaultRegexMaxProgramSize,
+		"largest program a regex in a framework's offer constraints may compile to (counted in Go regexp instructions); larger ones fail SUBSCRIBE and UPDATE_FRAMEWORK")
 	f.allocationInterval = durationFlag(fs, "allocation_interval", time.Second, "time between allocation runs")
 	f.offerTimeout = durationFlag(fs, "offer_timeout", 0, "rescind offers not used within this time (0: never)")
 	f.agentPingTimeout = durationFlag(fs, "agent_ping_timeout", 15*time.Second, "time an agent has to answer a ping")
@@ -171,20 +173,21 @@ func startMaster(ctx context.Context, f *masterFlags, fs *flag.FlagSet, ln net.L
 		recoveryHold = -1 // no pause (the Config's zero is the default)
 	}
 	cfg := master.Config{
-		Hostname:             hostnameOr(f.hostname),
-		IP:                   f.ip,
-		Port:                 port,
-		Version:              version.Version,
-		AllocatorName:        f.allocator,
-		MinAllocatable:       minAlloc,
-		Weights:              weights,
-		Revocation:           f.revocation,
-		AllocationInterval:   *f.allocationInterval,
-		OfferTimeout:         *f.offerTimeout,
-		AgentPingTimeout:     *f.agentPingTimeout,
-		MaxAgentPingTimeouts: f.maxAgentPingTimeouts,
-		Flags:                flags,
-		Logger:               log,
+		Hostname:                       hostnameOr(f.hostname),
+		IP:                             f.ip,
+		Port:                           port,
+		Version:                        version.Version,
+		AllocatorName:                  f.allocator,
+		MinAllocatable:                 minAlloc,
+		Weights:                        weights,
+		Revocation:                     f.revocation,
+		OfferConstraintsMaxProgramSize: f.offerConstraintsMaxProgram,
+		AllocationInterval:             *f.allocationInterval,
+		OfferTimeout:                   *f.offerTimeout,
+		AgentPingTimeout:               *f.agentPingTimeout,
+		MaxAgentPingTimeouts:           f.maxAgentPingTimeouts,
+		Flags:                          flags,
+		Logger:                         log,
 
 		AgentReregisterTimeout:       *f.agentReregisterTimeout,
 		AllocatorRecoveryTimeout:     *f.allocatorRecoveryTimeout,

@@ -299,10 +299,10 @@ func (h *harness) exec(line string) error {
 	case "add-framework":
 		a := kv(args[1:])
 		_, inactive := a["inactive"]
-		h.c.addFramework(args[0], frameworkInfo(a), nil, !inactive, list(a["suppressed"]))
+		h.c.addFramework(args[0], frameworkInfo(a), nil, !inactive, FrameworkOptions{SuppressedRoles: list(a["suppressed"])})
 	case "update-framework":
 		a := kv(args[1:])
-		h.c.updateFramework(args[0], frameworkInfo(a), list(a["suppressed"]))
+		h.c.updateFramework(args[0], frameworkInfo(a), FrameworkOptions{SuppressedRoles: list(a["suppressed"])})
 	case "remove-framework":
 		h.c.removeFramework(args[0])
 		delete(h.outstanding, args[0])
