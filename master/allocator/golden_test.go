@@ -29,7 +29,7 @@ var update = flag.Bool("update", false, "rewrite golden transcripts in testdata"
 //	option interval=1s min=cpus:0.01|mem:32 order=drf|priority|lottery revoke idle-reservations
 //	weights ROLE=W ...
 //	quota ROLE [guarantee=RES] [limit=RES]
-//	add-agent ID RES [used=FW:RES]...
+//	add-agent ID RES [used=FW:RES]... [attr=NAME:VALUE]... [region=R zone=Z]
 //	remove-agent|activate-agent|deactivate-agent ID
 //	update-agent ID RES
 //	oversubscribed ID RES            (RES made revocable)
@@ -45,7 +45,8 @@ var update = flag.Bool("update", false, "rewrite golden transcripts in testdata"
 //	explain FW
 //	state                             (offered or allocated per agent and framework)
 //
-// the maintenance commands of golden_maint_test.go (unavailability,
+// the offer filter and constraint commands of golden_offerfilters_test.go
+// (offer-filters, constraints), the maintenance commands of golden_maint_test.go (unavailability,
 // inverse-answer, inverse-rescind), and the offer operations of golden_ops_test.go (reserve, unreserve,
 // create, destroy, update-allocation, operator-reserve, operator-unreserve,
 // consumption).
@@ -262,7 +263,22 @@ func (h *harness) exec(line string) error {
 			return err
 		}
 		used := map[string]resources.Resources{}
+		attrs := map[string]string{}
+		var region, zone string
 		for _, a := range args[2:] {
+			if v, ok := strings.CutPrefix(a, "attr="); ok {
+				k, x, _ := strings.Cut(v, ":")
+				attrs[k] = x
+				continue
+			}
+			if v, ok := strings.CutPrefix(a, "region="); ok {
+				region = v
+				continue
+			}
+			if v, ok := strings.CutPrefix(a, "zone="); ok {
+				zone = v
+				continue
+			}
 			v, ok := strings.CutPrefix(a, "used=")
 			if !ok {
 				return fmt.Errorf("add-agent: unexpected %q", a)
@@ -274,7 +290,7 @@ func (h *harness) exec(line string) error {
 			}
 			used[fw] = r
 		}
-		h.c.addAgent(args[0], &mesos.AgentInfo{Hostname: proto.String(args[0])}, total, used)
+		h.c.addAgent(args[0], agentInfo(args[0], attrs, region, zone), total, used)
 	case "remove-agent":
 		h.c.removeAgent(args[0])
 		for _, byAgent := range h.outstanding {
@@ -383,8 +399,12 @@ func (h *harness) exec(line string) error {
 	case "explain":
 		ex := h.c.explain(args[0], h.now)
 		for _, r := range ex.Roles {
-			h.say("%s %s: eligible=%d filtered=%d nothing_free=%d below_min=%d over_limit=%d gpu=%d", r.Role, r.Reason,
+			line := fmt.Sprintf("%s %s: eligible=%d filtered=%d nothing_free=%d below_min=%d over_limit=%d gpu=%d", r.Role, r.Reason,
 				r.Agents.Eligible, r.Agents.Filtered, r.Agents.NothingFree, r.Agents.BelowMinAllocatable, r.Agents.OverQuotaLimit, r.Agents.GPUAgent)
+			if r.Agents.OfferConstraints > 0 {
+				line += fmt.Sprintf(" constraints=%d", r.Agents.OfferConstraints)
+			}
+			h.say("%s", line)
 		}
 	case "state":
 		for _, a := range h.c.agentList {
@@ -404,6 +424,9 @@ func (h *harness) exec(line string) error {
 			return err
 		}
 		if ok, err := h.execOperation(cmd, args); ok {
+			return err
+		}
+		if ok, err := h.execOfferFilters(cmd, args); ok {
 			return err
 		}
 		return fmt.Errorf("unknown command %q", cmd)
