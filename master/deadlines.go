@@ -19,11 +19,13 @@ import (
 // own time, so the heap holds at most the changes made within one ping
 // (offer) timeout.
 
-// deadline is one heap entry: an agent's next ping or an offer's expiry.
+// deadline is one heap entry: an agent's next ping, an offer's expiry, or
+// the end of a short task's declaration (longtasks.go).
 type deadline struct {
 	at    time.Time
-	agent *agent // exactly one of agent and offer is set
+	agent *agent // exactly one of agent, offer and task is set
 	offer *offer
+	task  *task
 }
 
 type deadlineHeap []deadline
@@ -60,8 +62,12 @@ func (s *state) setOfferExpiry(o *offer, at time.Time) {
 
 // live says whether the entry still stands for a pending deadline.
 func (s *state) live(d deadline) bool {
-	if d.agent != nil {
+	switch {
+	case d.agent != nil:
 		return s.agents[d.agent.id] == d.agent && d.agent.nextPing.Equal(d.at)
+	case d.task != nil:
+		t := d.task
+		return !t.recovered && t.shortUntil.Equal(d.at) && s.frameworks[t.fwID] != nil && s.frameworks[t.fwID].tasks[t.id()] == t
 	}
 	return s.offers[d.offer.id] == d.offer && d.offer.expires.Equal(d.at)
 }
@@ -74,8 +80,9 @@ func (s *state) dropStaleDeadlines() {
 }
 
 // dueDeadlines pops every live entry due at now and returns the agents
-// to ping and the offers that expired (each once, in no order).
-func (s *state) dueDeadlines(now time.Time) (agents []*agent, offers []*offer) {
+// to ping, the offers that expired and the short tasks that overran
+// (each once, in no order).
+func (s *state) dueDeadlines(now time.Time) (agents []*agent, offers []*offer, tasks []*task) {
 	seenAgent := map[*agent]bool{}
 	seenOffer := map[*offer]bool{}
 	for len(s.deadlines) > 0 && !now.Before(s.deadlines[0].at) {
@@ -91,12 +98,16 @@ func (s *state) dueDeadlines(now time.Time) (agents []*agent, offers []*offer) {
 			seenOffer[d.offer] = true
 			offers = append(offers, d.offer)
 		}
+		if d.task != nil {
+			// Live at most once: a task's deadline is set once.
+			tasks = append(tasks, d.task)
+		}
 	}
-	return agents, offers
+	return agents, offers, tasks
 }
 
-// nextIndexedDeadline is the earliest live agent ping or offer expiry,
-// zero if none.
+// nextIndexedDeadline is the earliest live agent ping, offer expiry or
+// short task's declaration end, zero if none.
 func (s *state) nextIndexedDeadline() time.Time {
 	s.dropStaleDeadlines()
 	if len(s.deadlines) == 0 {

@@ -13,6 +13,7 @@ import (
 	"mezzo/api/protocol"
 	"mezzo/api/schedulerpb"
 	"mezzo/internal/secrets"
+	"mezzo/master/allocator/longtask"
 	"mezzo/resources"
 )
 
@@ -56,12 +57,20 @@ func (s *state) accept(fw *framework, acc *schedulerpb.Call_Accept, now time.Tim
 	a := s.agents[offers[0].agentID]
 	role := offers[0].role
 	var remaining resources.Resources
+	var longParts []longtask.Quantities
 	for _, o := range offers {
+		// The offers' long parts become the ACCEPT's budget for long
+		// tasks instead of going back to the books.
+		longParts = append(longParts, o.long)
+		o.long = nil
 		s.dropOffer(o)
 		remaining = remaining.Add(o.res)
 	}
 	l := &launcher{s: s, fw: fw, a: a, role: role, now: now, remaining: remaining,
 		executors: map[string]*executor{}, taskIDs: map[string]bool{}}
+	if s.long != nil {
+		l.longBudget = s.long.Accept(a.id, longParts...)
+	}
 	for i, op := range acc.GetOperations() {
 		kind, ok := offerOps[op.GetType()]
 		if !ok {
@@ -151,6 +160,9 @@ type launcher struct {
 	remaining resources.Resources
 	executors map[string]*executor // executors started by this ACCEPT
 	taskIDs   map[string]bool      // tasks launched by this ACCEPT
+	// longBudget is what the ACCEPT's long tasks may use (nil without
+	// long-task bounds).
+	longBudget *longtask.Budget
 }
 
 // launch runs one LAUNCH task: TASK_ERROR (REASON_TASK_INVALID) if it is
@@ -168,6 +180,15 @@ func (l *launcher) launch(ti *mesos.TaskInfo) {
 	if err == nil && !l.remaining.Contains(need) {
 		err = fmt.Errorf("Task uses more resources %s than available %s", describe(need), describe(l.remaining))
 	}
+	// Last: a long task that fits holds its part of the bound at once.
+	var long bool
+	var shortUntil time.Time
+	if err == nil {
+		long, shortUntil, err = l.declare(task)
+	}
+	if err == nil && long {
+		err = l.holdLong(res)
+	}
 	if err != nil {
 		l.s.rejectTask(l.fw, newStatus(ti.GetTaskId(), agentID(l.a.id), mesos.TaskState_TASK_ERROR,
 			mesos.TaskStatus_REASON_TASK_INVALID, err.Error(), l.now))
@@ -179,7 +200,7 @@ func (l *launcher) launch(ti *mesos.TaskInfo) {
 		l.addExecutor(ex)
 		run.ExecutorInfo = ex.info
 	}
-	l.addTask(task, res, ex)
+	l.s.markLong(l.addTask(task, res, ex), long, shortUntil)
 	ev := l.s.agentEvent(protocol.AgentEvent_RUN_TASK)
 	ev.RunTask = run
 	l.s.sendAgent(l.a, ev)
@@ -193,6 +214,11 @@ func (l *launcher) launchGroup(g *mesos.Offer_Operation_LaunchGroup) {
 	var need resources.Resources
 	taskRes := map[string]resources.Resources{}
 	var ex *executor
+	type declared struct {
+		long  bool
+		until time.Time
+	}
+	decl := map[string]declared{}
 	err := func() error {
 		if len(tasks) == 0 {
 			return errors.New("Task group cannot be empty")
@@ -231,6 +257,23 @@ func (l *launcher) launchGroup(g *mesos.Offer_Operation_LaunchGroup) {
 		if !l.remaining.Contains(need) {
 			return fmt.Errorf("Task group uses more resources %s than available %s", describe(need), describe(l.remaining))
 		}
+		// Last: the group's long tasks, if they fit together, hold
+		// their part of the bound at once.
+		var long resources.Resources
+		for _, ti := range infos {
+			id := ti.GetTaskId().GetValue()
+			isLong, until, err := l.declare(ti)
+			if err != nil {
+				return fmt.Errorf("Task '%s' is invalid: %v", id, err)
+			}
+			decl[id] = declared{isLong, until}
+			if isLong {
+				long = long.Add(taskRes[id])
+			}
+		}
+		if !long.IsEmpty() {
+			return l.holdLong(long)
+		}
 		return nil
 	}()
 	if err != nil {
@@ -243,7 +286,8 @@ func (l *launcher) launchGroup(g *mesos.Offer_Operation_LaunchGroup) {
 	l.remaining = l.remaining.Subtract(need)
 	l.addExecutor(ex)
 	for _, ti := range infos {
-		l.addTask(ti, taskRes[ti.GetTaskId().GetValue()], ex)
+		id := ti.GetTaskId().GetValue()
+		l.s.markLong(l.addTask(ti, taskRes[id], ex), decl[id].long, decl[id].until)
 	}
 	ev := l.s.agentEvent(protocol.AgentEvent_RUN_TASK_GROUP)
 	ev.RunTaskGroup = &protocol.AgentEvent_RunTaskGroup{
@@ -347,7 +391,7 @@ func (l *launcher) addExecutor(ex *executor) {
 }
 
 // addTask records a launched task as STAGING.
-func (l *launcher) addTask(ti *mesos.TaskInfo, res resources.Resources, ex *executor) {
+func (l *launcher) addTask(ti *mesos.TaskInfo, res resources.Resources, ex *executor) *task {
 	id := ti.GetTaskId().GetValue()
 	l.taskIDs[id] = true
 	p := &mesos.Task{
@@ -374,6 +418,7 @@ func (l *launcher) addTask(ti *mesos.TaskInfo, res resources.Resources, ex *exec
 	l.s.emit(func() *masterpb.Event {
 		return &masterpb.Event{Type: masterpb.Event_TASK_ADDED.Enum(), TaskAdded: &masterpb.Event_TaskAdded{Task: p}}
 	})
+	return t
 }
 
 // withAllocation copies rs, injecting allocation_info.role where missing

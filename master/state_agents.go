@@ -163,6 +163,7 @@ func (s *state) admitted(st *AgentStream, sub *protocol.AgentCall_Subscribe, err
 	a.setTotal(total)
 	s.agents[id] = a
 	s.agentIDCache = nil
+	s.longSetAgent(a)
 	if readmit {
 		a.reregisteredTime = now
 		if u := s.unreachable[id]; u != nil {
@@ -242,6 +243,7 @@ func (s *state) reregister(a *agent, st *AgentStream, sub *protocol.AgentCall_Su
 		a.setTotal(total)
 		s.rescindAgentOffers(a)
 		s.alloc.UpdateAgent(a.id, info, total)
+		s.longSetAgent(a)
 	}
 	s.connectAgent(a, st, now)
 	if resend {
@@ -409,6 +411,7 @@ func (s *state) adoptReport(a *agent, sub *protocol.AgentCall_Subscribe, now tim
 		added = added || (!t.recovered && !res.IsEmpty())
 		delete(fw.unreachableTasks, id)
 		s.addTask(t)
+		s.adoptLong(t, now)
 		s.emit(func() *masterpb.Event {
 			return &masterpb.Event{Type: masterpb.Event_TASK_ADDED.Enum(), TaskAdded: &masterpb.Event_TaskAdded{Task: tp}}
 		})
@@ -533,6 +536,7 @@ func (s *state) dropAgent(a *agent, newState func(*framework) mesos.TaskState, m
 	delete(s.agents, a.id)
 	s.agentIDCache = nil
 	s.alloc.RemoveAgent(a.id)
+	s.longRemoveAgent(a.id)
 	s.count("master/slave_removals")
 	s.emit(func() *masterpb.Event {
 		return &masterpb.Event{Type: masterpb.Event_AGENT_REMOVED.Enum(),

@@ -31,7 +31,11 @@ func (s *state) advance(now time.Time) {
 	}
 	s.maybeResumeAllocation(now)
 	defer s.runRemovals(now)
-	dueAgents, expired := s.dueDeadlines(now)
+	dueAgents, expired, overran := s.dueDeadlines(now)
+	sort.Slice(overran, func(i, j int) bool { return overran[i].id() < overran[j].id() })
+	for _, t := range overran {
+		s.shortOverran(t)
+	}
 	sort.Slice(expired, func(i, j int) bool { return expired[i].id < expired[j].id })
 	for _, o := range expired {
 		// An earlier rescind in this pass may have removed it.

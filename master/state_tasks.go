@@ -80,6 +80,7 @@ func (s *state) recoverTask(t *task) {
 		return
 	}
 	t.recovered = true
+	s.releaseLong(t)
 	if !t.res.IsEmpty() {
 		s.alloc.RecoverResources(t.fwID, t.agentID, t.res, nil)
 	}

@@ -1,6 +1,8 @@
 package scheduler
 
 import (
+	"strings"
+
 	"google.golang.org/protobuf/proto"
 
 	"mezzo/api/mesos"
@@ -134,4 +136,50 @@ func SetMinAllocatable(info *mesos.FrameworkInfo, role string, sets ...map[strin
 		info.OfferFilters = map[string]*mesos.OfferFilters{}
 	}
 	info.OfferFilters[role] = &mesos.OfferFilters{MinAllocatableResources: mar}
+}
+
+// Long and short tasks (tech report §3.3.2, a mezzo master started with
+// --long_task_fraction): each agent bounds the resources long tasks may
+// use; an offer carries its long part as attributes named
+// LongTaskAttributePrefix + resource; a task declares itself with the
+// label TaskLengthLabel ("long" or "short"), or is short if it has
+// max_completion_time and long otherwise.
+const (
+	LongTaskAttributePrefix = "mezzo_long_task_"
+	TaskLengthLabel         = "mezzo.task_length"
+)
+
+// LongTaskPart returns what of the offer long tasks may use, by resource
+// name, and whether the master bounds long tasks at all.
+func LongTaskPart(o *mesos.Offer) (map[string]float64, bool) {
+	var out map[string]float64
+	for _, a := range o.GetAttributes() {
+		if name, ok := strings.CutPrefix(a.GetName(), LongTaskAttributePrefix); ok && a.GetType() == mesos.Value_SCALAR {
+			if out == nil {
+				out = map[string]float64{}
+			}
+			out[name] = a.GetScalar().GetValue()
+		}
+	}
+	return out, out != nil
+}
+
+// DeclareTaskLength labels the task "long" or "short" (replacing an earlier
+// declaration) and returns it.
+func DeclareTaskLength(t *mesos.TaskInfo, long bool) *mesos.TaskInfo {
+	v := "short"
+	if long {
+		v = "long"
+	}
+	if t.Labels == nil {
+		t.Labels = &mesos.Labels{}
+	}
+	kept := t.Labels.Labels[:0]
+	for _, l := range t.Labels.Labels {
+		if l.GetKey() != TaskLengthLabel {
+			kept = append(kept, l)
+		}
+	}
+	t.Labels.Labels = append(kept, &mesos.Label{Key: proto.String(TaskLengthLabel), Value: proto.String(v)})
+	return t
 }

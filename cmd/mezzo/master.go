@@ -37,7 +37,8 @@ type masterFlags struct {
 	registryStrict                                                       bool
 	agentReregisterTimeout, registryStoreTimeout, raftTimeout, raftLease *time.Duration
 	allocatorRecoveryTimeout, allocatorRecoveryHold                      *time.Duration
-	allocatorAgentRecoveryFactor                                         float64
+	allocatorAgentRecoveryFactor, longTaskFraction                       float64
+	shortTaskDuration                                                    *time.Duration
 }
 
 func addMasterFlags(fs *flag.FlagSet) *masterFlags {
@@ -53,6 +54,10 @@ func addMasterFlags(fs *flag.FlagSet) *masterFlags {
 		"an agent's free resources are offered only if they hold one of these quantities")
 	fs.StringVar(&f.logLevel, "logging_level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log_format", "text", "mezzo only: the log's format, "+logFormats+" (one JSON object per line); Raft's lines included")
+	fs.Float64Var(&f.longTaskFraction, "long_task_fraction", 0,
+		"mezzo only (paper §3.3.2): the fraction of each agent's resources long tasks may use; offers carry their long part as mezzo_long_task_<resource> attributes and long tasks beyond it get TASK_ERROR (0: no bound, the default)")
+	f.shortTaskDuration = durationFlag(fs, "short_task_duration", master.DefaultShortTaskDuration,
+		"mezzo only: with --long_task_fraction, how long a task labelled mezzo.task_length=short without max_completion_time may run before it counts as long (and is revoked first)")
 	fs.BoolVar(&f.revocation, "revocation", false,
 		"kill tasks of over-share frameworks when a framework below its quota guarantee needs resources (paper §3.3.3)")
 	fs.BoolVar(&f.profiling, "profiling", false,
@@ -182,6 +187,8 @@ func startMaster(ctx context.Context, f *masterFlags, fs *flag.FlagSet, ln net.L
 		Weights:                        weights,
 		Revocation:                     f.revocation,
 		OfferConstraintsMaxProgramSize: f.offerConstraintsMaxProgram,
+		LongTaskFraction:               f.longTaskFraction,
+		ShortTaskDuration:              *f.shortTaskDuration,
 		AllocationInterval:             *f.allocationInterval,
 		OfferTimeout:                   *f.offerTimeout,
 		AgentPingTimeout:               *f.agentPingTimeout,
