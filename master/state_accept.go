@@ -300,7 +300,11 @@ func (l *launcher) launchGroup(g *mesos.Offer_Operation_LaunchGroup) {
 
 // validateTask checks a task on its own (not its executor) and returns it
 // normalized: resources in post-refinement form with the offer's
-// allocation_info injected where missing.
+// allocation_info injected where missing. It normalizes ti itself: the
+// ACCEPT was decoded for this call alone and is not read after it, and
+// copying every task was an eighth of a busy master's launches. From here
+// on the TaskInfo is shared (RUN_TASK, the task's record) and never
+// changed.
 func (l *launcher) validateTask(ti *mesos.TaskInfo, inGroup bool) (*mesos.TaskInfo, resources.Resources, error) {
 	id := ti.GetTaskId().GetValue()
 	if err := validateID(id); err != nil {
@@ -321,7 +325,8 @@ func (l *launcher) validateTask(ti *mesos.TaskInfo, inGroup bool) (*mesos.TaskIn
 	if len(ti.GetResources()) == 0 {
 		return nil, resources.Resources{}, errors.New("Task uses no resources")
 	}
-	rs := withAllocation(ti.GetResources(), l.role)
+	rs := ti.GetResources()
+	setAllocation(rs, l.role)
 	if err := resources.Validate(rs); err != nil {
 		return nil, resources.Resources{}, fmt.Errorf("Task uses invalid resources: %v", err)
 	}
@@ -329,9 +334,8 @@ func (l *launcher) validateTask(ti *mesos.TaskInfo, inGroup bool) (*mesos.TaskIn
 	if err != nil {
 		return nil, resources.Resources{}, fmt.Errorf("Task uses invalid resources: %v", err)
 	}
-	out := proto.Clone(ti).(*mesos.TaskInfo)
-	out.Resources = res.Proto()
-	return out, res, nil
+	ti.Resources = res.Proto()
+	return ti, res, nil
 }
 
 // executorFor validates an ExecutorInfo and returns the executor it names:
@@ -400,7 +404,7 @@ func (l *launcher) addTask(ti *mesos.TaskInfo, res resources.Resources, ex *exec
 		FrameworkId: frameworkID(l.fw.id),
 		AgentId:     agentID(l.a.id),
 		State:       mesos.TaskState_TASK_STAGING.Enum(),
-		Resources:   res.Proto(),
+		Resources:   ti.Resources, // res's protos (validateTask): shared
 		Labels:      ti.Labels,
 		Discovery:   ti.Discovery,
 		Container:   ti.Container,
@@ -426,13 +430,19 @@ func (l *launcher) addTask(ti *mesos.TaskInfo, res resources.Resources, ex *exec
 func withAllocation(rs []*mesos.Resource, role string) []*mesos.Resource {
 	out := make([]*mesos.Resource, len(rs))
 	for i, r := range rs {
-		c := proto.Clone(r).(*mesos.Resource)
-		if c.AllocationInfo == nil {
-			c.AllocationInfo = &mesos.Resource_AllocationInfo{Role: proto.String(role)}
-		}
-		out[i] = c
+		out[i] = proto.CloneOf(r)
 	}
+	setAllocation(out, role)
 	return out
+}
+
+// setAllocation is withAllocation in place, for resources the caller owns.
+func setAllocation(rs []*mesos.Resource, role string) {
+	for _, r := range rs {
+		if r.AllocationInfo == nil {
+			r.AllocationInfo = &mesos.Resource_AllocationInfo{Role: proto.String(role)}
+		}
+	}
 }
 
 // validateID applies Mesos's rules for task and executor IDs.

@@ -99,7 +99,7 @@ func (s *state) subscribe(sub *schedulerpb.Call_Subscribe, now time.Time) (*Fram
 		fw.info = info
 		fw.caps = capabilitySet(info)
 		fw.recovered = false
-		fw.failoverAt = time.Time{}
+		s.setFailoverAt(fw, time.Time{})
 		fw.reregisteredTime = now
 		s.alloc.UpdateFramework(id, info, opts)
 		s.alloc.ActivateFramework(id)
@@ -179,7 +179,7 @@ func (s *state) disconnectFramework(fw *framework, now time.Time) {
 	if timeout < maxFailoverTimeout.Seconds() {
 		d = time.Duration(timeout * float64(time.Second))
 	}
-	fw.failoverAt = now.Add(d)
+	s.setFailoverAt(fw, now.Add(d))
 	s.log.Info("framework disconnected", "framework", fw.id, "failover_timeout", d)
 	s.emitFrameworkUpdated(fw)
 }
@@ -237,7 +237,7 @@ func (s *state) removeFramework(fw *framework, now time.Time) {
 	s.alloc.RemoveFramework(fw.id)
 	fw.connected = false
 	fw.active = false
-	fw.failoverAt = time.Time{}
+	s.setFailoverAt(fw, time.Time{})
 	delete(s.frameworks, fw.id)
 	delete(s.undelivered, fw.id)
 	s.completedIDs[fw.id] = true

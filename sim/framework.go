@@ -28,6 +28,9 @@ const (
 	DefaultFailoverTimeout = time.Hour
 	// DefaultRefuseSeconds is the decline filter (Mesos's default 5 s).
 	DefaultRefuseSeconds = 5.0
+	// FrameworkMaxCalls bounds a framework's acknowledgements in flight
+	// (each is an HTTP request of its own).
+	FrameworkMaxCalls = 16
 )
 
 // FrameworkConfig configures an emulated framework. Only Masters is
@@ -61,7 +64,8 @@ type FrameworkConfig struct {
 	// launches at one instant).
 	StartSuppressed bool
 	// HTTPClient sends the framework's requests (default: a plain
-	// HTTP/1.1 client, as most Mesos frameworks use).
+	// HTTP/1.1 client, as most Mesos frameworks use, keeping
+	// FrameworkMaxCalls+1 idle connections).
 	HTTPClient *http.Client
 	// Clock drives the launch rate and the SDK's timers (default real).
 	Clock clock.Clock
@@ -147,6 +151,12 @@ func NewFramework(cfg FrameworkConfig) (*Framework, error) {
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
 	}
+	if cfg.HTTPClient == nil {
+		// Enough idle connections for its calls in flight: with
+		// net/http's default of 2, most acknowledgements would dial a
+		// connection of their own.
+		cfg.HTTPClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: FrameworkMaxCalls + 1}}
+	}
 	need, err := resources.Parse(cfg.TaskResources, "*")
 	if err != nil {
 		return nil, fmt.Errorf("sim: invalid framework 'TaskResources': %w", err)
@@ -168,7 +178,7 @@ func NewFramework(cfg FrameworkConfig) (*Framework, error) {
 	f := &Framework{
 		cfg:    cfg,
 		need:   need,
-		ackSem: make(chan struct{}, 16),
+		ackSem: make(chan struct{}, FrameworkMaxCalls),
 		states: map[string]mesos.TaskState{},
 		done:   make(chan struct{}),
 	}

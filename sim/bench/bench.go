@@ -200,12 +200,17 @@ func start(ctx context.Context, cfg Config, res *Result) (*cluster, error) {
 // startFrameworks subscribes cfg.Frameworks frameworks, a few at a time
 // (schedulers of a cluster start independently, not one after another).
 func startFrameworks(ctx context.Context, cfg Config) ([]*sim.Framework, error) {
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}} // HTTP/1.1, as most Mesos frameworks speak
 	fws := make([]*sim.Framework, cfg.Frameworks)
 	errs := make([]error, cfg.Frameworks)
 	sem := make(chan struct{}, 16)
 	var wg sync.WaitGroup
 	for i := range fws {
+		// HTTP/1.1, as most Mesos frameworks speak, with a connection pool
+		// of its own as a scheduler process has: one pool for all of them
+		// kept fewer idle connections than their concurrent calls, so
+		// connections were closed and dialed again all the time (both
+		// ends paid for it).
+		client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: sim.FrameworkMaxCalls + 1}}
 		fw, err := sim.NewFramework(sim.FrameworkConfig{
 			Masters:         cfg.Masters,
 			Name:            "sim-framework-" + strconv.Itoa(i),

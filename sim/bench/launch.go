@@ -19,9 +19,10 @@ type LaunchConfig struct {
 	// ProbeInterval is the probe's interval (default
 	// sim.DefaultProbeInterval); negative: no probe.
 	ProbeInterval time.Duration
-	// OnStart is called just before the frameworks are released, OnEnd
-	// once every task is running (callers sample the masters' CPU there).
-	OnStart, OnEnd func()
+	// OnStart is called just before the frameworks are released, OnPlaced
+	// once every task was placed, OnEnd once every task is running
+	// (callers sample the masters' CPU there).
+	OnStart, OnPlaced, OnEnd func()
 }
 
 // LaunchResult is what Launch measured.
@@ -132,6 +133,9 @@ func Launch(ctx context.Context, cfg LaunchConfig) (*LaunchResult, error) {
 		return nil, fmt.Errorf("bench: %d of %d tasks placed: %w", placed(), total, err)
 	}
 	res.PlacedSeconds = time.Since(t0).Seconds()
+	if cfg.OnPlaced != nil {
+		cfg.OnPlaced()
+	}
 	running := func() int {
 		n := 0
 		for _, fw := range c.frameworks {
