@@ -82,7 +82,7 @@ func BenchmarkLaunch(b *testing.B) {
 	cpu := cpuNow()
 	launchAll(b, h, as, f, &seq)
 	b.StopTimer()
-	b.ReportMetric(float64((cpuNow() - cpu).Nanoseconds())/float64(agents*80), "cpu-ns/task")
+	b.ReportMetric(float64((cpuNow()-cpu).Nanoseconds())/float64(agents*80), "cpu-ns/task")
 }
 
 // BenchmarkStatusRoundTrips: per task, STARTING and RUNNING from the
@@ -115,5 +115,5 @@ func BenchmarkStatusRoundTrips(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	b.ReportMetric(float64((cpuNow() - cpu).Nanoseconds())/float64(len(ids)), "cpu-ns/task")
+	b.ReportMetric(float64((cpuNow()-cpu).Nanoseconds())/float64(len(ids)), "cpu-ns/task")
 }
