@@ -327,10 +327,7 @@ func (l *launcher) validateTask(ti *mesos.TaskInfo, inGroup bool) (*mesos.TaskIn
 	}
 	rs := ti.GetResources()
 	setAllocation(rs, l.role)
-	if err := resources.Validate(rs); err != nil {
-		return nil, resources.Resources{}, fmt.Errorf("Task uses invalid resources: %v", err)
-	}
-	res, err := resources.FromProto(rs)
+	res, err := resources.FromProto(rs) // validates them
 	if err != nil {
 		return nil, resources.Resources{}, fmt.Errorf("Task uses invalid resources: %v", err)
 	}

@@ -401,8 +401,22 @@ func (f *Framework) handle(ctx context.Context, ev *schedulerpb.Event) {
 }
 
 // offers launches what the rate and the remaining count allow and
-// declines the rest.
+// declines the rest. The calls go out together (at most FrameworkMaxCalls
+// at once), as a scheduler that launches as fast as offers allow sends
+// them: one after the other, each waiting for the master's answer, a
+// framework's launches were as slow as the master's latency under load.
+// They end before the next event is handled.
 func (f *Framework) offers(ctx context.Context, offers []*mesos.Offer) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, FrameworkMaxCalls)
+	async := func(fn func() error) {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			f.call(fn)
+		})
+	}
+	defer wg.Wait()
 	f.refill()
 	waiting := f.cfg.StartSuppressed && !f.resumed.Load()
 	if f.suppressed && !waiting {
@@ -420,7 +434,7 @@ func (f *Framework) offers(ctx context.Context, offers []*mesos.Offer) {
 		}
 		ids := []*mesos.OfferID{o.GetId()}
 		filters := scheduler.RefuseFor(f.cfg.RefuseSeconds)
-		f.call(func() error { return f.client.Launch(ctx, ids, tasks, filters) })
+		async(func() error { return f.client.Launch(ctx, ids, tasks, filters) })
 	}
 	f.mu.Lock()
 	f.stats.Offers += len(offers)
@@ -428,13 +442,13 @@ func (f *Framework) offers(ctx context.Context, offers []*mesos.Offer) {
 	f.stats.Launched = f.launched
 	f.mu.Unlock()
 	if len(decline) > 0 {
-		f.call(func() error { return f.client.Decline(ctx, decline, scheduler.RefuseFor(f.cfg.RefuseSeconds)) })
+		async(func() error { return f.client.Decline(ctx, decline, scheduler.RefuseFor(f.cfg.RefuseSeconds)) })
 	}
 	if f.launched >= f.cfg.Tasks && !f.suppressed {
 		// Nothing left to launch: stop offers, as a well-behaved
 		// framework does, so the allocator offers to the others.
 		f.suppressed = true
-		f.call(func() error { return f.client.Suppress(ctx) })
+		async(func() error { return f.client.Suppress(ctx) })
 	}
 }
 

@@ -26,6 +26,8 @@ type clusterResult struct {
 	// the master process, per task: what a placement cost it, status
 	// updates arriving meanwhile included.
 	MasterCPUMSPerPlacement float64 `json:"master_cpu_ms_per_placement"`
+	// The same for this process (the emulated agents and frameworks).
+	EmulationCPUMSPerPlacement float64 `json:"emulation_cpu_ms_per_placement"`
 	// CPU from the frameworks' release until every task ran: the master
 	// process, and this one (the emulated agents and frameworks), in all
 	// and per task.
@@ -167,6 +169,7 @@ func runClusterBench(b clusterBench) (*clusterResult, error) {
 	}
 	res := &clusterResult{LaunchResult: lr, AllocationInterval: b.allocInterval.String(), Procs: runtime.GOMAXPROCS(0), Load1: load1()}
 	res.MasterCPUMSPerPlacement = float64((cpuPlaced[addr] - cpu0[addr]).Microseconds()) / 1000 / float64(lr.Tasks)
+	res.EmulationCPUMSPerPlacement = float64((cpuPlaced[""] - cpu0[""]).Microseconds()) / 1000 / float64(lr.Tasks)
 	res.MasterCPUMS = float64((cpu1[addr] - cpu0[addr]).Microseconds()) / 1000
 	res.EmulationCPUMS = float64((cpu1[""] - cpu0[""]).Microseconds()) / 1000
 	res.MasterCPUMSPerTask = res.MasterCPUMS / float64(lr.Tasks)
