@@ -47,12 +47,15 @@ func benchCluster(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("bench cluster", stderr)
 	agents := fs.Int("agents", 10000, "emulated agents")
 	frameworks := fs.Int("frameworks", 100, "emulated frameworks")
-	tasks := fs.Int("tasks", 2000, "tasks each framework launches")
+	tasks := fs.Int("tasks", 500, "tasks each framework launches")
+	timeout := durationFlag(fs, "timeout", 10*time.Minute, "give up on a phase (registration, placement, running) after this long")
 	taskRes := fs.String("task_resources", "cpus:0.1;mem:32", "each task's resources")
 	agentRes := fs.String("agent_resources", "cpus:8;mem:16384;disk:102400;ports:[31000-32000]", "each emulated agent's resources")
 	allocInterval := durationFlag(fs, "allocation_interval", time.Second, "the master's --allocation_interval")
 	probeInterval := durationFlag(fs, "probe_interval", 100*time.Millisecond, "time between probe tasks")
+	probes := fs.Int("probes", 50, "probe tasks to time once every task runs")
 	dir := fs.String("dir", "", "work directory for the master (default: a temporary one, removed afterwards)")
+	masterBin := fs.String("master_bin", "", "the mezzo binary to run the master with (default: this one), to compare builds under the same emulation")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	verbose := fs.Bool("v", false, "log progress to stderr")
 	cpuProfile := fs.String("cpuprofile", "",
@@ -78,10 +81,10 @@ func benchCluster(args []string, stdout, stderr io.Writer) int {
 	res, err := runClusterBench(clusterBench{
 		cfg: simbench.LaunchConfig{
 			Config: simbench.Config{Agents: *agents, Frameworks: *frameworks, TasksPerFramework: *tasks,
-				TaskResources: *taskRes, AgentResources: *agentRes, Logf: logf},
-			ProbeInterval: *probeInterval,
+				TaskResources: *taskRes, AgentResources: *agentRes, Timeout: *timeout, Logf: logf},
+			ProbeInterval: *probeInterval, Probes: *probes,
 		},
-		allocInterval: *allocInterval, dir: *dir, cpuProfile: *cpuProfile, profileSeconds: *profileSeconds,
+		allocInterval: *allocInterval, dir: *dir, cpuProfile: *cpuProfile, profileSeconds: *profileSeconds, masterBin: *masterBin,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "mezzo bench cluster: %v\n", err)
@@ -105,12 +108,17 @@ type clusterBench struct {
 	dir            string
 	cpuProfile     string
 	profileSeconds int
+	masterBin      string // "" for this executable
 }
 
 func runClusterBench(b clusterBench) (*clusterResult, error) {
-	bin, err := os.Executable()
-	if err != nil {
-		return nil, err
+	bin := b.masterBin
+	if bin == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, err
+		}
+		bin = exe
 	}
 	dir := b.dir
 	if dir == "" {
@@ -135,7 +143,7 @@ func runClusterBench(b clusterBench) (*clusterResult, error) {
 		return nil, err
 	}
 	defer m.kill()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), max(30*time.Minute, 4*b.cfg.Timeout))
 	defer cancel()
 	if _, err := waitLeading(ctx, []string{addr}, "", 30*time.Second); err != nil {
 		return nil, err
