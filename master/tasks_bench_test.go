@@ -12,6 +12,7 @@ import (
 	"mezzo/api/mesos"
 	"mezzo/api/protocol"
 	"mezzo/api/schedulerpb"
+	"mezzo/master/allocator"
 	"mezzo/resources"
 )
 
@@ -116,4 +117,30 @@ func BenchmarkStatusRoundTrips(b *testing.B) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64((cpuNow()-cpu).Nanoseconds())/float64(len(ids)), "cpu-ns/task")
+}
+
+// BenchmarkOfferDecline: offers of whole agents made to a framework (one
+// OFFERS event per 100) and declined by it (one DECLINE per event), per
+// offer: what the offers a framework does not need cost the master.
+func BenchmarkOfferDecline(b *testing.B) {
+	h, as, f := benchLaunchSetup(b, 100)
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu := cpuNow()
+	for done := 0; done < b.N; done += len(as) {
+		offers := allocator.Offers{"*": {}}
+		for _, a := range as {
+			offers["*"][a.id] = resources.MustParse("cpus:8;mem:16384;disk:102400;ports:[31000-32000]")
+		}
+		h.s.allocated(f.id, offers, h.now)
+		var ids []*mesos.OfferID
+		for _, o := range f.offers() {
+			ids = append(ids, o.GetId())
+		}
+		if err := f.call(&schedulerpb.Call{Type: schedulerpb.Call_DECLINE.Enum(), Decline: &schedulerpb.Call_Decline{OfferIds: ids}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64((cpuNow()-cpu).Nanoseconds())/float64(b.N), "cpu-ns/offer")
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -86,20 +85,11 @@ func benchCluster(args []string, stdout, stderr io.Writer) int {
 		},
 		allocInterval: *allocInterval, dir: *dir, cpuProfile: *cpuProfile, profileSeconds: *profileSeconds, masterBin: *masterBin,
 	})
-	if err != nil {
-		fmt.Fprintf(stderr, "mezzo bench cluster: %v\n", err)
-		return 1
-	}
-	if *asJSON {
-		if err := json.NewEncoder(stdout).Encode(res); err != nil {
-			return 1
-		}
-		return 0
-	}
-	fmt.Fprintf(stdout, "%d agents, %d frameworks, %d tasks: %.0f tasks/s placed (%.0f/s running), probe p50 %.1f ms p99 %.1f ms; master CPU %.3f ms per placement, %.3f ms per task running; emulation %.3f ms per task\n",
-		res.Agents, res.Frameworks, res.Tasks, res.TasksPerS, res.RunningPerS, res.ProbeP50MS, res.ProbeP99MS,
-		res.MasterCPUMSPerPlacement, res.MasterCPUMSPerTask, res.EmulationCPUMSPerTask)
-	return 0
+	return report("cluster", res, err, *asJSON, stdout, stderr, func() string {
+		return fmt.Sprintf("%d agents, %d frameworks, %d tasks: %.0f tasks/s placed (%.0f/s running), probe p50 %.1f ms p99 %.1f ms; master CPU %.3f ms per placement, %.3f ms per task running; emulation %.3f ms per task",
+			res.Agents, res.Frameworks, res.Tasks, res.TasksPerS, res.RunningPerS, res.ProbeP50MS, res.ProbeP99MS,
+			res.MasterCPUMSPerPlacement, res.MasterCPUMSPerTask, res.EmulationCPUMSPerTask)
+	})
 }
 
 type clusterBench struct {
@@ -120,17 +110,11 @@ func runClusterBench(b clusterBench) (*clusterResult, error) {
 		}
 		bin = exe
 	}
-	dir := b.dir
-	if dir == "" {
-		d, err := os.MkdirTemp("", "mezzo-bench-cluster-")
-		if err != nil {
-			return nil, err
-		}
-		defer os.RemoveAll(d)
-		dir = d
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+	dir, done, err := benchDir(b.dir, "mezzo-bench-cluster-")
+	if err != nil {
 		return nil, err
 	}
+	defer done()
 	lns, err := listenMasters("127.0.0.1", 0, 1)
 	if err != nil {
 		return nil, err

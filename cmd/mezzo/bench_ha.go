@@ -37,19 +37,10 @@ func benchRegistrar(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	res, err := regbench.Run(regbench.Config{Agents: *agents, Dir: *dir, Concurrency: *concurrency})
-	if err != nil {
-		fmt.Fprintf(stderr, "mezzo bench registrar: %v\n", err)
-		return 1
-	}
-	if *asJSON {
-		if err := json.NewEncoder(stdout).Encode(res); err != nil {
-			return 1
-		}
-		return 0
-	}
-	fmt.Fprintf(stdout, "%d agents: %.0f admissions/s (p50 %.2f ms, p99 %.2f ms, %d writes, largest batch %d), recovery %.1f ms, %d bytes on disk\n",
-		res.Config.Agents, res.AdmitPerS, res.AdmitP50MS, res.AdmitP99MS, res.Writes, res.LargestBatch, res.RecoverMS, res.Bytes)
-	return 0
+	return report("registrar", res, err, *asJSON, stdout, stderr, func() string {
+		return fmt.Sprintf("%d agents: %.0f admissions/s (p50 %.2f ms, p99 %.2f ms, %d writes, largest batch %d), recovery %.1f ms, %d bytes on disk",
+			res.Config.Agents, res.AdmitPerS, res.AdmitP50MS, res.AdmitP99MS, res.Writes, res.LargestBatch, res.RecoverMS, res.Bytes)
+	})
 }
 
 // failoverResult is `mezzo bench failover --json`.
@@ -142,19 +133,10 @@ func benchFailover(args []string, stdout, stderr io.Writer) int {
 		raftTimeout: *raftTimeout, raftLease: *raftLease, backoff: *backoff, hold: *hold, dir: *dir, logf: logf,
 		cpuProfile: *cpuProfile, profileSeconds: *profileSeconds,
 	})
-	if err != nil {
-		fmt.Fprintf(stderr, "mezzo bench failover: %v\n", err)
-		return 1
-	}
-	if *asJSON {
-		if err := json.NewEncoder(stdout).Encode(res); err != nil {
-			return 1
-		}
-		return 0
-	}
-	fmt.Fprintf(stdout, "%d agents, %d frameworks, %d masters: election %.0f ms, MTTR %.0f ms (agents %.0f ms, frameworks %.0f ms)\n",
-		res.Agents, res.Frameworks, res.Masters, res.ElectionMS, res.MTTRMS, res.AgentsMS, res.FrameworksMS)
-	return 0
+	return report("failover", res, err, *asJSON, stdout, stderr, func() string {
+		return fmt.Sprintf("%d agents, %d frameworks, %d masters: election %.0f ms, MTTR %.0f ms (agents %.0f ms, frameworks %.0f ms)",
+			res.Agents, res.Frameworks, res.Masters, res.ElectionMS, res.MTTRMS, res.AgentsMS, res.FrameworksMS)
+	})
 }
 
 type failoverBench struct {
@@ -178,17 +160,11 @@ func runFailoverBench(b failoverBench) (*failoverResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir := b.dir
-	if dir == "" {
-		d, err := os.MkdirTemp("", "mezzo-bench-failover-")
-		if err != nil {
-			return nil, err
-		}
-		defer os.RemoveAll(d)
-		dir = d
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+	dir, done, err := benchDir(b.dir, "mezzo-bench-failover-")
+	if err != nil {
 		return nil, err
 	}
+	defer done()
 	lns, err := listenMasters("127.0.0.1", b.basePort, b.masters)
 	if err != nil {
 		return nil, err

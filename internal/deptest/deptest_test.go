@@ -89,6 +89,12 @@ var rules = []rule{
 	// on; keeping the package free of the rest of mezzo keeps it auditable.
 	{"internal/exectoken imports nothing of mezzo but internal/clock", under(module + "/internal/exectoken"),
 		func(_, dep string) bool { return under(module + "/internal/clock")(dep) }},
+	// A test helper: golden transcripts of any package.
+	{"internal/transcript imports nothing of mezzo", under(module + "/internal/transcript"),
+		func(_, dep string) bool { return false }},
+	// The long-task policy is pure bookkeeping the master drives.
+	{"master/allocator/longtask imports only api and resources", under(module + "/master/allocator/longtask"),
+		func(_, dep string) bool { return isAPI(dep) || isResources(dep) }},
 }
 
 // forbid bans some imports, in the module or not (rules only see the

@@ -106,14 +106,11 @@ func Launch(ctx context.Context, cfg LaunchConfig) (*LaunchResult, error) {
 			return nil, err
 		}
 		defer probe.Stop()
-		// Measured under load only: the probes before the release wait.
+		// The probe holds an offer before the launch starts; the probes
+		// before the release are not counted.
 		if err := probe.WaitSamples(wctx, 1); err != nil {
 			return nil, err
 		}
-	}
-	before := 0
-	if probe != nil {
-		before = len(probe.Samples())
 	}
 	if cfg.OnStart != nil {
 		cfg.OnStart()
@@ -159,7 +156,8 @@ func Launch(ctx context.Context, cfg LaunchConfig) (*LaunchResult, error) {
 	if err := pollUntil(wctx, func() bool { return running() >= res.Tasks }); err != nil {
 		return nil, fmt.Errorf("bench: %d of %d tasks running: %w", running(), res.Tasks, err)
 	}
-	res.RunningSeconds = time.Since(t0).Seconds()
+	tEnd := time.Now()
+	res.RunningSeconds = tEnd.Sub(t0).Seconds()
 	if cfg.OnEnd != nil {
 		cfg.OnEnd()
 	}
@@ -173,14 +171,19 @@ func Launch(ctx context.Context, cfg LaunchConfig) (*LaunchResult, error) {
 		res.CallErrors += st.CallErrors
 	}
 	if probe != nil {
-		during := probe.Samples()[before:]
+		// By submission: a probe wanted during the launch and finished
+		// after it belongs to the launch.
+		during := submitted(probe.Samples(), t0, tEnd)
 		lat, _ := latencies(during)
 		res.ProbeLaunchSamples = len(during)
 		res.ProbeLaunchP50MS, res.ProbeLaunchP99MS = quantile(lat, 0.5), quantile(lat, 0.99)
-		if err := probe.WaitSamples(wctx, before+len(during)+cfg.Probes); err != nil {
-			return nil, fmt.Errorf("bench: probing the full cluster: %w", err)
+		var after []sim.ProbeSample
+		for len(after) < cfg.Probes {
+			if err := probe.WaitSamples(wctx, len(probe.Samples())+1); err != nil {
+				return nil, fmt.Errorf("bench: probing the full cluster: %w", err)
+			}
+			after = submitted(probe.Samples(), tEnd, time.Time{})
 		}
-		after := probe.Samples()[before+len(during):]
 		lat, acc := latencies(after)
 		res.ProbeSamples, res.ProbeFailed = len(after), probe.Failed()
 		res.ProbeP50MS, res.ProbeP99MS, res.ProbeMaxMS = quantile(lat, 0.5), quantile(lat, 0.99), quantile(lat, 1)
@@ -201,6 +204,18 @@ func Launch(ctx context.Context, cfg LaunchConfig) (*LaunchResult, error) {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// submitted keeps the samples submitted at or after from and before to
+// (zero: no end).
+func submitted(samples []sim.ProbeSample, from, to time.Time) []sim.ProbeSample {
+	var out []sim.ProbeSample
+	for _, s := range samples {
+		if !s.Submitted.Before(from) && (to.IsZero() || s.Submitted.Before(to)) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
 
 // latencies are the samples' submission-to-running and accept-to-running
 // latencies in milliseconds.

@@ -3,8 +3,6 @@ package longtask
 import (
 	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"mezzo/api/mesos"
+	"mezzo/internal/transcript"
 	"mezzo/resources"
 )
 
@@ -156,63 +155,15 @@ func show(q Quantities) string {
 }
 
 func TestGolden(t *testing.T) {
-	files, err := filepath.Glob("testdata/*.txt")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no transcripts: %v", err)
-	}
-	for _, file := range files {
-		t.Run(filepath.Base(file), func(t *testing.T) {
-			data, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			h := &harness{offers: map[string]struct {
-				agent string
-				part  Quantities
-			}{}}
-			var got []string
-			for i, line := range strings.Split(strings.TrimRight(string(data), "\n"), "\n") {
-				if strings.HasPrefix(line, "> ") {
-					continue
-				}
-				got = append(got, line)
-				trimmed := strings.TrimSpace(line)
-				if trimmed == "" || strings.HasPrefix(trimmed, "#") {
-					continue
-				}
-				h.out = nil
-				if err := h.exec(trimmed); err != nil {
-					t.Fatalf("%s:%d: %v", file, i+1, err)
-				}
-				got = append(got, h.out...)
-			}
-			text := strings.Join(got, "\n") + "\n"
-			if *update {
-				if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			if text != string(data) {
-				t.Errorf("%s differs (rerun with -update to accept):\n%s", file, firstDiff(string(data), text))
-			}
-		})
-	}
-}
-
-func firstDiff(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	for i := 0; i < len(w) || i < len(g); i++ {
-		var a, b string
-		if i < len(w) {
-			a = w[i]
+	transcript.Run(t, "testdata/*.txt", *update, func(*testing.T) transcript.Exec {
+		h := &harness{offers: map[string]struct {
+			agent string
+			part  Quantities
+		}{}}
+		return func(line string) ([]string, error) {
+			h.out = nil
+			err := h.exec(line)
+			return h.out, err
 		}
-		if i < len(g) {
-			b = g[i]
-		}
-		if a != b {
-			return fmt.Sprintf("line %d:\n  want %q\n  got  %q", i+1, a, b)
-		}
-	}
-	return ""
+	})
 }
