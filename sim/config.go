@@ -28,8 +28,11 @@ const (
 	DefaultRegistrationBackoff    = time.Second
 	DefaultMaxRegistrationBackoff = time.Minute
 	// DefaultStatusRetry is how long an unacknowledged status update waits
-	// before it is sent again (Mesos's STATUS_UPDATE_RETRY_INTERVAL_MIN).
+	// before it is sent again (Mesos's STATUS_UPDATE_RETRY_INTERVAL_MIN);
+	// the wait doubles with each retry up to MaxStatusRetry (Mesos's
+	// STATUS_UPDATE_RETRY_INTERVAL_MAX).
 	DefaultStatusRetry = 10 * time.Second
+	MaxStatusRetry     = 10 * time.Minute
 	// DefaultPingInterval and DefaultMaxMissed apply when SUBSCRIBED does
 	// not say (--agent_ping_timeout 15 s, --max_agent_ping_timeouts 5).
 	DefaultPingInterval = 15 * time.Second
@@ -64,8 +67,9 @@ type AgentConfig struct {
 	// TASK_FINISHED; Never (or any negative value) runs it until killed.
 	// Zero finishes it as soon as TASK_RUNNING is acknowledged.
 	TaskDuration time.Duration
-	// StatusRetry is the resend interval of unacknowledged updates
-	// (default 10 s).
+	// StatusRetry is the first resend interval of an unacknowledged
+	// update (default 10 s); it doubles with each resend up to
+	// MaxStatusRetry, as the real agent's.
 	StatusRetry time.Duration
 	// RegistrationBackoff and MaxRegistrationBackoff bound the random
 	// delay before a reconnection attempt (defaults 1 s and 1 min).
