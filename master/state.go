@@ -198,6 +198,9 @@ type task struct {
 	longHeld   bool
 	overran    bool
 	shortUntil time.Time
+	// ackedUUID is the last status update of the task its scheduler
+	// acknowledged (nil: none yet).
+	ackedUUID []byte
 }
 
 func (t *task) id() string { return t.proto.GetTaskId().GetValue() }

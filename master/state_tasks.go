@@ -222,6 +222,16 @@ func (s *state) statusUpdate(a *agent, su *protocol.AgentCall_StatusUpdate, now 
 		}
 		return
 	}
+	if len(uuid) > 0 && bytes.Equal(uuid, t.ackedUUID) {
+		// The agent sent again an update the scheduler has acknowledged
+		// (its retry crossed the acknowledgement): the agent needs the
+		// acknowledgement, the scheduler nothing. Forwarding it made an
+		// overloaded cluster spend most of its time on such retries and
+		// their acknowledgements.
+		s.count("master/valid_status_updates")
+		s.ackToAgent(a, fwID, st.GetTaskId(), uuid)
+		return
+	}
 	if su.GetExecutorId() != nil {
 		st.ExecutorId = su.GetExecutorId()
 	} else if st.ExecutorId == nil && t.executorID != "" {
@@ -274,9 +284,11 @@ func (s *state) acknowledge(fw *framework, ack *schedulerpb.Call_Acknowledge) {
 		s.log.Warn("acknowledgement for unknown agent", "framework", fw.id, "agent", ack.GetAgentId().GetValue())
 		return
 	}
-	if t := fw.tasks[ack.GetTaskId().GetValue()]; t != nil && t.agentID == a.id &&
-		mesos.IsTerminal(t.proto.GetStatusUpdateState()) && bytes.Equal(t.proto.GetStatusUpdateUuid(), ack.GetUuid()) {
-		s.completeTask(fw, t)
+	if t := fw.tasks[ack.GetTaskId().GetValue()]; t != nil && t.agentID == a.id {
+		t.ackedUUID = ack.GetUuid()
+		if mesos.IsTerminal(t.proto.GetStatusUpdateState()) && bytes.Equal(t.proto.GetStatusUpdateUuid(), ack.GetUuid()) {
+			s.completeTask(fw, t)
+		}
 	}
 	s.ackToAgent(a, fw.id, ack.GetTaskId(), ack.GetUuid())
 }
