@@ -316,24 +316,43 @@ func (f *Framework) WaitTasks(ctx context.Context, n int) (finished int, err err
 // wait polls cond (under f.mu) on every change until it holds, ctx ends,
 // or the framework's subscription ends.
 func (f *Framework) wait(ctx context.Context, cond func() bool) error {
+	return waitOn(ctx, &f.mu, &f.changed, f.done, &f.err, "framework", cond)
+}
+
+// waitOn polls cond (under mu) on every notification of changed until it
+// holds, ctx ends, or *errp is set (the subscription of the framework,
+// named what, ended; done closes then).
+func waitOn(ctx context.Context, mu *sync.Mutex, changed *notifier, done <-chan struct{}, errp *error, what string, cond func() bool) error {
 	for {
-		ch := f.changed.wait()
-		f.mu.Lock()
-		ok, err := cond(), f.err
-		f.mu.Unlock()
+		ch := changed.wait()
+		mu.Lock()
+		ok, err := cond(), *errp
+		mu.Unlock()
 		if ok {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("sim: framework ended: %w", err)
+			return fmt.Errorf("sim: %s ended: %w", what, err)
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-ch:
-		case <-f.done:
+		case <-done:
 		}
 	}
+}
+
+// ended records why a scheduler client's subscription ended (errStopped
+// when it was stopped) in *errp, under mu, and wakes the waiters.
+func ended(mu *sync.Mutex, changed *notifier, errp *error, client *scheduler.Client) {
+	mu.Lock()
+	*errp = client.Err()
+	if *errp == nil {
+		*errp = errStopped
+	}
+	mu.Unlock()
+	changed.notify()
 }
 
 // run is the framework's event loop.
@@ -342,13 +361,7 @@ func (f *Framework) run(ctx context.Context, events <-chan *schedulerpb.Event) {
 	for ev := range events {
 		f.handle(ctx, ev)
 	}
-	f.mu.Lock()
-	f.err = f.client.Err()
-	if f.err == nil {
-		f.err = errStopped
-	}
-	f.mu.Unlock()
-	f.changed.notify()
+	ended(&f.mu, &f.changed, &f.err, f.client)
 }
 
 func (f *Framework) handle(ctx context.Context, ev *schedulerpb.Event) {

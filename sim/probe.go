@@ -185,24 +185,7 @@ func (p *Probe) WaitSamples(ctx context.Context, n int) error {
 }
 
 func (p *Probe) wait(ctx context.Context, cond func() bool) error {
-	for {
-		ch := p.changed.wait()
-		p.mu.Lock()
-		ok, err := cond(), p.err
-		p.mu.Unlock()
-		if ok {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("sim: probe ended: %w", err)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-ch:
-		case <-p.done:
-		}
-	}
+	return waitOn(ctx, &p.mu, &p.changed, p.done, &p.err, "probe", cond)
 }
 
 func (p *Probe) run(ctx context.Context, events <-chan *schedulerpb.Event) {
@@ -224,13 +207,7 @@ loop:
 			}
 		}
 	}
-	p.mu.Lock()
-	p.err = p.client.Err()
-	if p.err == nil {
-		p.err = errStopped
-	}
-	p.mu.Unlock()
-	p.changed.notify()
+	ended(&p.mu, &p.changed, &p.err, p.client)
 }
 
 func (p *Probe) handle(ctx context.Context, ev *schedulerpb.Event) {
