@@ -30,17 +30,18 @@ func runExplain(e *env, c *invocation) error {
 // reasonSentences says in plain words what each allocator reason means
 // and, where there is one, what the operator or framework can do.
 var reasonSentences = map[string]string{
-	"UNKNOWN_FRAMEWORK":     "The allocator does not know this framework: it has not subscribed to this master, or it was torn down.",
-	"FRAMEWORK_INACTIVE":    "The framework is not connected (inactive): its scheduler must re-subscribe before it is offered anything.",
-	"SUPPRESSED":            "The framework suppressed offers for this role; it gets none until its scheduler sends REVIVE.",
-	"ALLOCATION_PAUSED":     "A newly elected master is waiting for the agents to re-register before it offers anything (--allocator_agent_recovery_factor, --allocator_recovery_timeout, --allocator_recovery_hold).",
-	"NO_ACTIVE_AGENTS":      "There are no active agents: start an agent, or reactivate the ones in maintenance.",
-	"NOTHING_FREE_IN_ROLE":  "Nothing is free for this role: every resource it may use is already allocated or offered to someone.",
-	"OVER_QUOTA_LIMIT":      "The role has reached its quota limit: raise the limit or wait for tasks of the role to finish.",
-	"BELOW_MIN_ALLOCATABLE": "What is free is smaller than the minimum the master offers (--min_allocatable_resources).",
-	"GPU_AGENTS_ONLY":       "Only agents with GPUs have free resources, and the framework lacks the GPU_RESOURCES capability.",
-	"FILTERED":              "The framework declined these resources with a filter (refuse_seconds) that has not expired; REVIVE clears it.",
-	"ELIGIBLE":              "Resources can be offered to it: it gets them when its role and it come first in the fair-share (DRF) order, usually at the next allocation.",
+	"UNKNOWN_FRAMEWORK":             "The allocator does not know this framework: it has not subscribed to this master, or it was torn down.",
+	"FRAMEWORK_INACTIVE":            "The framework is not connected (inactive): its scheduler must re-subscribe before it is offered anything.",
+	"SUPPRESSED":                    "The framework suppressed offers for this role; it gets none until its scheduler sends REVIVE.",
+	"ALLOCATION_PAUSED":             "A newly elected master is waiting for the agents to re-register before it offers anything (--allocator_agent_recovery_factor, --allocator_recovery_timeout, --allocator_recovery_hold).",
+	"NO_ACTIVE_AGENTS":              "There are no active agents: start an agent, or reactivate the ones in maintenance.",
+	"NOTHING_FREE_IN_ROLE":          "Nothing is free for this role: every resource it may use is already allocated or offered to someone.",
+	"OVER_QUOTA_LIMIT":              "The role has reached its quota limit: raise the limit or wait for tasks of the role to finish.",
+	"BELOW_MIN_ALLOCATABLE":         "What is free is smaller than the minimum the master offers (--min_allocatable_resources, or the framework's own offer_filters).",
+	"EXCLUDED_BY_OFFER_CONSTRAINTS": "The framework's offer constraints (offer_constraints in SUBSCRIBE or UPDATE_FRAMEWORK) exclude the agents with free resources.",
+	"GPU_AGENTS_ONLY":               "Only agents with GPUs have free resources, and the framework lacks the GPU_RESOURCES capability.",
+	"FILTERED":                      "The framework declined these resources with a filter (refuse_seconds) that has not expired; REVIVE clears it.",
+	"ELIGIBLE":                      "Resources can be offered to it: it gets them when its role and it come first in the fair-share (DRF) order, usually at the next allocation.",
 }
 
 // explainText renders an explanation as sentences, one paragraph per role.
@@ -109,6 +110,7 @@ func agentCountText(a agentCounts) string {
 		{a.BelowMinAllocatable, "below the minimum allocatable"},
 		{a.GPUAgent, "GPU agents the framework may not use"},
 		{a.Filtered, "filtered by the framework"},
+		{a.OfferConstraints, "excluded by its offer constraints"},
 	} {
 		if x.n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", x.n, x.what))

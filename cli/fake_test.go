@@ -241,12 +241,12 @@ const goldenRoles = `{"roles": [
 const goldenExplain = `{"framework_id": "m1-0000", "active": true, "last_offer": 1700000100.0,
  "roles": [{"role": "web", "reason": "FILTERED",
   "message": "the framework declined these resources with a filter (refuse_seconds) that has not expired; REVIVE clears it (1 of 1 active agents)",
-  "agents": {"eligible": 0, "nothing_free": 0, "over_quota_limit": 0, "below_min_allocatable": 0, "gpu_agent": 0, "filtered": 1}}]}`
+  "agents": {"eligible": 0, "nothing_free": 0, "over_quota_limit": 0, "below_min_allocatable": 0, "offer_constraints": 0, "gpu_agent": 0, "filtered": 1}}]}`
 
 const noAgentFitsExplain = `{"framework_id": "m1-0009", "active": true, "last_offer": 1700000150.0,
  "roles": [{"role": "*", "reason": "NO_AGENT_FITS",
   "message": "the framework declined offers holding everything of agents at least as large as each of the 2 it may use: if it waits for resources, what it needs fits no agent of the cluster, whose largest totals are cpus:2;mem:1024; add a larger agent or ask for less (a framework with nothing to launch should SUPPRESS)",
-  "agents": {"eligible": 2, "nothing_free": 0, "over_quota_limit": 0, "below_min_allocatable": 0, "gpu_agent": 0, "filtered": 0}}]}`
+  "agents": {"eligible": 2, "nothing_free": 0, "over_quota_limit": 0, "below_min_allocatable": 0, "offer_constraints": 0, "gpu_agent": 0, "filtered": 0}}]}`
 
 // fakeAgent serves an agent's /slave(1)/state and /files/read over
 // in-memory files, with /files/read's offset and length rules (offset -1

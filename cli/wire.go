@@ -135,6 +135,7 @@ type agentCounts struct {
 	NothingFree         int `json:"nothing_free"`
 	OverQuotaLimit      int `json:"over_quota_limit"`
 	BelowMinAllocatable int `json:"below_min_allocatable"`
+	OfferConstraints    int `json:"offer_constraints"`
 	GPUAgent            int `json:"gpu_agent"`
 	Filtered            int `json:"filtered"`
 }

@@ -35,6 +35,10 @@ const (
 	DefaultRefuseSeconds = 5
 )
 
+// DefaultShortTaskDuration is mezzo's: how long a task declared short by
+// its label alone may run before it counts as long.
+const DefaultShortTaskDuration = 10 * time.Minute
+
 // DefaultAllocatorRecoveryHold is mezzo's: Mesos does not pause allocation
 // after a failover when no role has quota.
 const DefaultAllocatorRecoveryHold = 10 * time.Second
@@ -81,6 +85,20 @@ type Config struct {
 	// allocator (Options.Revoke = Master.AllocatorRevoke); a caller-provided
 	// allocator is wired by the caller.
 	Revocation bool
+	// OfferConstraintsMaxProgramSize bounds the regexes of frameworks'
+	// offer constraints (--offer_constraints_re2_max_program_size, default
+	// 100; counted in Go's regexp instructions, see
+	// allocator.NewOfferConstraints).
+	OfferConstraintsMaxProgramSize int
+	// LongTaskFraction bounds, per agent, the resources long tasks may use
+	// to this fraction of its total (tech report §3.3.2; mezzo's
+	// --long_task_fraction, 0: off, the default): offers carry their
+	// long part as attributes, and long tasks beyond it get TASK_ERROR.
+	LongTaskFraction float64
+	// ShortTaskDuration is how long a task declared short by its label
+	// alone (no max_completion_time) is expected to take
+	// (--short_task_duration, default DefaultShortTaskDuration).
+	ShortTaskDuration time.Duration
 	// AllocationInterval is --allocation_interval (default 1s).
 	AllocationInterval time.Duration
 	// OfferTimeout rescinds offers outstanding this long (--offer_timeout);
@@ -185,6 +203,21 @@ func (c *Config) validate() error {
 	}
 	if c.OfferTimeout < 0 {
 		return errors.New("master: Config.OfferTimeout must not be negative")
+	}
+	if !(c.LongTaskFraction >= 0 && c.LongTaskFraction <= 1) {
+		return fmt.Errorf("master: Config.LongTaskFraction (--long_task_fraction) must be in [0, 1], got %v", c.LongTaskFraction)
+	}
+	if c.ShortTaskDuration == 0 {
+		c.ShortTaskDuration = DefaultShortTaskDuration
+	}
+	if c.ShortTaskDuration < 0 {
+		return errors.New("master: Config.ShortTaskDuration (--short_task_duration) must be positive")
+	}
+	if c.OfferConstraintsMaxProgramSize == 0 {
+		c.OfferConstraintsMaxProgramSize = allocator.DefaultRegexMaxProgramSize
+	}
+	if c.OfferConstraintsMaxProgramSize < 0 {
+		return errors.New("master: Config.OfferConstraintsMaxProgramSize (--offer_constraints_re2_max_program_size) must be positive")
 	}
 	if c.AgentPingTimeout == 0 {
 		c.AgentPingTimeout = DefaultAgentPingTimeout

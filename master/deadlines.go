@@ -5,11 +5,13 @@ import (
 	"time"
 )
 
-// Agent ping and offer expiry deadlines are kept in a min-heap so that a
-// loop pass finds the due ones and the next one without walking every
-// agent and offer: with 10,000 agents, the two walks per pass (advance,
-// nextDeadline) were a fifth of the new leader's loop during a failover's
-// re-registration storm.
+// Agent ping, offer expiry, framework failover and short-task deadlines
+// are kept in a min-heap so that a loop pass finds the due ones and the
+// next one without walking every agent, offer and framework: with 10,000
+// agents, the two walks per pass (advance, nextDeadline) were a fifth of
+// the new leader's loop during a failover's re-registration storm, and the
+// walk over frameworks a few percent of a loaded master's (a pass per
+// event when events come one at a time).
 //
 // The heap is lazy: setting a deadline pushes an entry and never removes
 // the old one. An entry is live only while its agent (offer) is still the
@@ -19,11 +21,23 @@ import (
 // own time, so the heap holds at most the changes made within one ping
 // (offer) timeout.
 
-// deadline is one heap entry: an agent's next ping or an offer's expiry.
+// deadline is one heap entry: an agent's next ping, an offer's expiry, a
+// disconnected framework's failover timeout, or the end of a short task's
+// declaration (longtasks.go).
 type deadline struct {
-	at    time.Time
-	agent *agent // exactly one of agent and offer is set
-	offer *offer
+	at        time.Time
+	agent     *agent // exactly one of agent, offer, framework and task is set
+	offer     *offer
+	framework *framework
+	task      *task
+}
+
+// due are the deadlines that came due in one pass.
+type due struct {
+	agents     []*agent     // to ping
+	offers     []*offer     // expired
+	frameworks []*framework // failover timeout expired
+	tasks      []*task      // short tasks that overran
 }
 
 type deadlineHeap []deadline
@@ -58,10 +72,25 @@ func (s *state) setOfferExpiry(o *offer, at time.Time) {
 	}
 }
 
+// setFailoverAt sets when a disconnected framework is removed (zero:
+// never) and indexes it. It is the only way failoverAt changes.
+func (s *state) setFailoverAt(fw *framework, at time.Time) {
+	fw.failoverAt = at
+	if !at.IsZero() {
+		heap.Push(&s.deadlines, deadline{at: at, framework: fw})
+	}
+}
+
 // live says whether the entry still stands for a pending deadline.
 func (s *state) live(d deadline) bool {
-	if d.agent != nil {
+	switch {
+	case d.agent != nil:
 		return s.agents[d.agent.id] == d.agent && d.agent.nextPing.Equal(d.at)
+	case d.framework != nil:
+		return s.frameworks[d.framework.id] == d.framework && d.framework.failoverAt.Equal(d.at)
+	case d.task != nil:
+		t := d.task
+		return !t.recovered && t.shortUntil.Equal(d.at) && s.frameworks[t.fwID] != nil && s.frameworks[t.fwID].tasks[t.id()] == t
 	}
 	return s.offers[d.offer.id] == d.offer && d.offer.expires.Equal(d.at)
 }
@@ -73,30 +102,41 @@ func (s *state) dropStaleDeadlines() {
 	}
 }
 
-// dueDeadlines pops every live entry due at now and returns the agents
-// to ping and the offers that expired (each once, in no order).
-func (s *state) dueDeadlines(now time.Time) (agents []*agent, offers []*offer) {
+// dueDeadlines pops every live entry due at now and returns what came due
+// (each once, in no order).
+func (s *state) dueDeadlines(now time.Time) due {
+	var out due
+	if len(s.deadlines) == 0 || now.Before(s.deadlines[0].at) {
+		return out
+	}
 	seenAgent := map[*agent]bool{}
 	seenOffer := map[*offer]bool{}
+	seenFramework := map[*framework]bool{}
 	for len(s.deadlines) > 0 && !now.Before(s.deadlines[0].at) {
 		d := heap.Pop(&s.deadlines).(deadline)
 		if !s.live(d) {
 			continue
 		}
-		if d.agent != nil && !seenAgent[d.agent] {
+		switch {
+		case d.agent != nil && !seenAgent[d.agent]:
 			seenAgent[d.agent] = true
-			agents = append(agents, d.agent)
-		}
-		if d.offer != nil && !seenOffer[d.offer] {
+			out.agents = append(out.agents, d.agent)
+		case d.offer != nil && !seenOffer[d.offer]:
 			seenOffer[d.offer] = true
-			offers = append(offers, d.offer)
+			out.offers = append(out.offers, d.offer)
+		case d.framework != nil && !seenFramework[d.framework]:
+			seenFramework[d.framework] = true
+			out.frameworks = append(out.frameworks, d.framework)
+		case d.task != nil:
+			// Live at most once: a task's deadline is set once.
+			out.tasks = append(out.tasks, d.task)
 		}
 	}
-	return agents, offers
+	return out
 }
 
-// nextIndexedDeadline is the earliest live agent ping or offer expiry,
-// zero if none.
+// nextIndexedDeadline is the earliest live deadline of the heap, zero if
+// none.
 func (s *state) nextIndexedDeadline() time.Time {
 	s.dropStaleDeadlines()
 	if len(s.deadlines) == 0 {

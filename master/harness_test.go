@@ -27,6 +27,7 @@ type recordingAllocator struct {
 	mu    sync.Mutex
 	calls []string
 	recov []recovery
+	opts  map[string]allocator.FrameworkOptions // the last, by framework
 }
 
 type recovery struct {
@@ -45,13 +46,15 @@ func (r *recordingAllocator) rec(format string, args ...any) {
 
 func (r *recordingAllocator) Start() {}
 func (r *recordingAllocator) Stop()  {}
-func (r *recordingAllocator) AddFramework(id string, info *mesos.FrameworkInfo, used map[string]resources.Resources, active bool, suppressed []string) {
+func (r *recordingAllocator) AddFramework(id string, info *mesos.FrameworkInfo, used map[string]resources.Resources, active bool, opts allocator.FrameworkOptions) {
+	r.setOpts(id, opts)
 	r.rec("AddFramework %s active=%v", id, active)
 }
 func (r *recordingAllocator) RemoveFramework(id string)     { r.rec("RemoveFramework %s", id) }
 func (r *recordingAllocator) ActivateFramework(id string)   { r.rec("ActivateFramework %s", id) }
 func (r *recordingAllocator) DeactivateFramework(id string) { r.rec("DeactivateFramework %s", id) }
-func (r *recordingAllocator) UpdateFramework(id string, info *mesos.FrameworkInfo, suppressed []string) {
+func (r *recordingAllocator) UpdateFramework(id string, info *mesos.FrameworkInfo, opts allocator.FrameworkOptions) {
+	r.setOpts(id, opts)
 	r.rec("UpdateFramework %s", id)
 }
 func (r *recordingAllocator) AddAgent(id string, info *mesos.AgentInfo, total resources.Resources, used map[string]resources.Resources) {
@@ -102,6 +105,21 @@ func (r *recordingAllocator) UpdateQuota(string, allocator.Quota) {}
 func (r *recordingAllocator) Allocate()                           {}
 func (r *recordingAllocator) Pause()                              { r.rec("Pause") }
 func (r *recordingAllocator) Resume()                             { r.rec("Resume") }
+
+func (r *recordingAllocator) setOpts(id string, opts allocator.FrameworkOptions) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.opts == nil {
+		r.opts = map[string]allocator.FrameworkOptions{}
+	}
+	r.opts[id] = opts
+}
+
+func (r *recordingAllocator) optsOf(id string) allocator.FrameworkOptions {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.opts[id]
+}
 
 func (r *recordingAllocator) has(prefix string) bool {
 	r.mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"mezzo/api/mesos"
+	"mezzo/api/schedulerpb"
 )
 
 // Snapshot is an immutable view of the master's state. The event loop
@@ -91,6 +92,9 @@ type FrameworkView struct {
 	Offered []*mesos.Resource
 
 	SuppressedRoles []string
+	// OfferConstraints are those of the framework's last SUBSCRIBE or
+	// UPDATE_FRAMEWORK (nil: none).
+	OfferConstraints *schedulerpb.OfferConstraints
 
 	// Metrics are the framework's counters, keyed as under Mesos's
 	// master/frameworks/<name>/<id>/ (calls/<type>, events/<type>,

@@ -1,6 +1,7 @@
 package master
 
 import (
+	"cmp"
 	"sort"
 	"time"
 
@@ -8,6 +9,7 @@ import (
 
 	"mezzo/api/masterpb"
 	"mezzo/api/mesos"
+	"mezzo/api/schedulerpb"
 	"mezzo/resources"
 )
 
@@ -89,6 +91,7 @@ func (s *state) frameworkView(fw *framework) *FrameworkView {
 	v.Used = used.Proto()
 	v.Offered = offered.Proto()
 	v.SuppressedRoles = sortedKeys(fw.suppressed)
+	v.OfferConstraints = fw.offerConstraints
 	return v
 }
 
@@ -214,6 +217,8 @@ func (s *state) frameworkProto(fw *framework) *masterpb.Response_GetFrameworks_F
 		Offers:             v.Offers,
 		AllocatedResources: v.Used,
 		OfferedResources:   v.Offered,
+		// Always set, empty when there are none, as Mesos does.
+		OfferConstraints: cmp.Or(fw.offerConstraints, &schedulerpb.OfferConstraints{}),
 	}
 }
 

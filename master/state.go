@@ -16,6 +16,7 @@ import (
 	"mezzo/api/protocol"
 	"mezzo/api/schedulerpb"
 	"mezzo/master/allocator"
+	"mezzo/master/allocator/longtask"
 	"mezzo/resources"
 )
 
@@ -33,7 +34,10 @@ type state struct {
 	log  *slog.Logger
 
 	alloc allocator.Allocator
-	reg   Registrar
+	// long is the allocator's long-task books (longtasks.go); nil unless
+	// Config.LongTaskFraction bounds long tasks.
+	long *longtask.Ledger
+	reg  Registrar
 	// post schedules an event on the loop; safe from any goroutine, never blocks.
 	post func(event)
 
@@ -141,6 +145,9 @@ type framework struct {
 	failoverAt       time.Time // removal deadline while disconnected; zero if none
 
 	suppressed map[string]bool
+	// offerConstraints are the constraints of its last SUBSCRIBE or
+	// UPDATE_FRAMEWORK (nil: none), as reported by the state endpoints.
+	offerConstraints *schedulerpb.OfferConstraints
 
 	tasks            map[string]*task       // by task ID: not yet completed
 	unreachableTasks map[string]*mesos.Task // tasks on unreachable agents (partition-aware)
@@ -192,6 +199,16 @@ type task struct {
 	recovered bool
 	// allocRole caches allocationRole(res, ""): res never changes.
 	allocRole *string
+	// With long-task bounds (longtasks.go): longHeld, the task's
+	// resources count on its agent's long-task books (a long task, or a
+	// short one that overran); shortUntil, the end of a running short
+	// task's declaration (zero once it ended or overran).
+	longHeld   bool
+	overran    bool
+	shortUntil time.Time
+	// ackedUUID is the last status update of the task its scheduler
+	// acknowledged (nil: none yet).
+	ackedUUID []byte
 }
 
 func (t *task) id() string { return t.proto.GetTaskId().GetValue() }
@@ -265,6 +282,9 @@ type offer struct {
 	res     resources.Resources // allocated form (allocation_info set)
 	proto   *mesos.Offer        // as sent to the framework
 	expires time.Time           // zero: never
+	// long is the offer's part set aside for long tasks (nil without
+	// long-task bounds, or once given back).
+	long longtask.Quantities
 }
 
 func newState(cfg Config, alloc allocator.Allocator, post func(event), now time.Time) *state {
@@ -298,6 +318,10 @@ func newState(cfg Config, alloc allocator.Allocator, post func(event), now time.
 	}
 	s.info = masterInfo(cfg)
 	s.leader = s.info
+	if cfg.LongTaskFraction > 0 {
+		s.long, _ = longtask.New(cfg.LongTaskFraction) // validated by Config.validate
+		s.counters["master/tasks_short_overrun"] = 0
+	}
 	return s
 }
 

@@ -14,6 +14,7 @@ import (
 	"mezzo/api/schedulerpb"
 	"mezzo/internal/authorizer"
 	"mezzo/internal/secrets"
+	"mezzo/master/allocator/longtask"
 	"mezzo/resources"
 )
 
@@ -57,12 +58,20 @@ func (s *state) accept(fw *framework, acc *schedulerpb.Call_Accept, now time.Tim
 	a := s.agents[offers[0].agentID]
 	role := offers[0].role
 	var remaining resources.Resources
+	var longParts []longtask.Quantities
 	for _, o := range offers {
+		// The offers' long parts become the ACCEPT's budget for long
+		// tasks instead of going back to the books.
+		longParts = append(longParts, o.long)
+		o.long = nil
 		s.dropOffer(o)
 		remaining = remaining.Add(o.res)
 	}
 	l := &launcher{s: s, fw: fw, a: a, role: role, now: now, remaining: remaining,
 		executors: map[string]*executor{}, taskIDs: map[string]bool{}}
+	if s.long != nil {
+		l.longBudget = s.long.Accept(a.id, longParts...)
+	}
 	for i, op := range acc.GetOperations() {
 		kind, ok := offerOps[op.GetType()]
 		if !ok {
@@ -152,6 +161,9 @@ type launcher struct {
 	remaining resources.Resources
 	executors map[string]*executor // executors started by this ACCEPT
 	taskIDs   map[string]bool      // tasks launched by this ACCEPT
+	// longBudget is what the ACCEPT's long tasks may use (nil without
+	// long-task bounds).
+	longBudget *longtask.Budget
 }
 
 // launch runs one LAUNCH task: TASK_ERROR (REASON_TASK_INVALID) if it is
@@ -174,6 +186,15 @@ func (l *launcher) launch(ti *mesos.TaskInfo) {
 	if err == nil && !l.remaining.Contains(need) {
 		err = fmt.Errorf("Task uses more resources %s than available %s", describe(need), describe(l.remaining))
 	}
+	// Last: a long task that fits holds its part of the bound at once.
+	var long bool
+	var shortUntil time.Time
+	if err == nil {
+		long, shortUntil, err = l.declare(task)
+	}
+	if err == nil && long {
+		err = l.holdLong(res)
+	}
 	if err != nil {
 		l.s.rejectTask(l.fw, newStatus(ti.GetTaskId(), agentID(l.a.id), mesos.TaskState_TASK_ERROR,
 			mesos.TaskStatus_REASON_TASK_INVALID, err.Error(), l.now))
@@ -185,7 +206,7 @@ func (l *launcher) launch(ti *mesos.TaskInfo) {
 		l.addExecutor(ex)
 		run.ExecutorInfo = ex.info
 	}
-	l.addTask(task, res, ex)
+	l.s.markLong(l.addTask(task, res, ex), long, shortUntil)
 	ev := l.s.agentEvent(protocol.AgentEvent_RUN_TASK)
 	ev.RunTask = run
 	l.s.sendAgent(l.a, ev)
@@ -208,6 +229,11 @@ func (l *launcher) launchGroup(g *mesos.Offer_Operation_LaunchGroup) {
 	var need resources.Resources
 	taskRes := map[string]resources.Resources{}
 	var ex *executor
+	type declared struct {
+		long  bool
+		until time.Time
+	}
+	decl := map[string]declared{}
 	err := func() error {
 		if len(tasks) == 0 {
 			return errors.New("Task group cannot be empty")
@@ -246,6 +272,23 @@ func (l *launcher) launchGroup(g *mesos.Offer_Operation_LaunchGroup) {
 		if !l.remaining.Contains(need) {
 			return fmt.Errorf("Task group uses more resources %s than available %s", describe(need), describe(l.remaining))
 		}
+		// Last: the group's long tasks, if they fit together, hold
+		// their part of the bound at once.
+		var long resources.Resources
+		for _, ti := range infos {
+			id := ti.GetTaskId().GetValue()
+			isLong, until, err := l.declare(ti)
+			if err != nil {
+				return fmt.Errorf("Task '%s' is invalid: %v", id, err)
+			}
+			decl[id] = declared{isLong, until}
+			if isLong {
+				long = long.Add(taskRes[id])
+			}
+		}
+		if !long.IsEmpty() {
+			return l.holdLong(long)
+		}
 		return nil
 	}()
 	if err != nil {
@@ -258,7 +301,8 @@ func (l *launcher) launchGroup(g *mesos.Offer_Operation_LaunchGroup) {
 	l.remaining = l.remaining.Subtract(need)
 	l.addExecutor(ex)
 	for _, ti := range infos {
-		l.addTask(ti, taskRes[ti.GetTaskId().GetValue()], ex)
+		id := ti.GetTaskId().GetValue()
+		l.s.markLong(l.addTask(ti, taskRes[id], ex), decl[id].long, decl[id].until)
 	}
 	ev := l.s.agentEvent(protocol.AgentEvent_RUN_TASK_GROUP)
 	ev.RunTaskGroup = &protocol.AgentEvent_RunTaskGroup{
@@ -271,7 +315,11 @@ func (l *launcher) launchGroup(g *mesos.Offer_Operation_LaunchGroup) {
 
 // validateTask checks a task on its own (not its executor) and returns it
 // normalized: resources in post-refinement form with the offer's
-// allocation_info injected where missing.
+// allocation_info injected where missing. It normalizes ti itself: the
+// ACCEPT was decoded for this call alone and is not read after it, and
+// copying every task was an eighth of a busy master's launches. From here
+// on the TaskInfo is shared (RUN_TASK, the task's record) and never
+// changed.
 func (l *launcher) validateTask(ti *mesos.TaskInfo, inGroup bool) (*mesos.TaskInfo, resources.Resources, error) {
 	id := ti.GetTaskId().GetValue()
 	if err := validateID(id); err != nil {
@@ -292,17 +340,14 @@ func (l *launcher) validateTask(ti *mesos.TaskInfo, inGroup bool) (*mesos.TaskIn
 	if len(ti.GetResources()) == 0 {
 		return nil, resources.Resources{}, errors.New("Task uses no resources")
 	}
-	rs := withAllocation(ti.GetResources(), l.role)
-	if err := resources.Validate(rs); err != nil {
-		return nil, resources.Resources{}, fmt.Errorf("Task uses invalid resources: %v", err)
-	}
-	res, err := resources.FromProto(rs)
+	rs := ti.GetResources()
+	setAllocation(rs, l.role)
+	res, err := resources.FromProto(rs) // validates them
 	if err != nil {
 		return nil, resources.Resources{}, fmt.Errorf("Task uses invalid resources: %v", err)
 	}
-	out := proto.Clone(ti).(*mesos.TaskInfo)
-	out.Resources = res.Proto()
-	return out, res, nil
+	ti.Resources = res.Proto()
+	return ti, res, nil
 }
 
 // executorFor validates an ExecutorInfo and returns the executor it names:
@@ -362,7 +407,7 @@ func (l *launcher) addExecutor(ex *executor) {
 }
 
 // addTask records a launched task as STAGING.
-func (l *launcher) addTask(ti *mesos.TaskInfo, res resources.Resources, ex *executor) {
+func (l *launcher) addTask(ti *mesos.TaskInfo, res resources.Resources, ex *executor) *task {
 	id := ti.GetTaskId().GetValue()
 	l.taskIDs[id] = true
 	p := &mesos.Task{
@@ -371,7 +416,7 @@ func (l *launcher) addTask(ti *mesos.TaskInfo, res resources.Resources, ex *exec
 		FrameworkId: frameworkID(l.fw.id),
 		AgentId:     agentID(l.a.id),
 		State:       mesos.TaskState_TASK_STAGING.Enum(),
-		Resources:   res.Proto(),
+		Resources:   ti.Resources, // res's protos (validateTask): shared
 		Labels:      ti.Labels,
 		Discovery:   ti.Discovery,
 		Container:   ti.Container,
@@ -389,6 +434,7 @@ func (l *launcher) addTask(ti *mesos.TaskInfo, res resources.Resources, ex *exec
 	l.s.emit(func() *masterpb.Event {
 		return &masterpb.Event{Type: masterpb.Event_TASK_ADDED.Enum(), TaskAdded: &masterpb.Event_TaskAdded{Task: p}}
 	})
+	return t
 }
 
 // authorizeRun asks whether the framework's principal may run ti as the
@@ -412,13 +458,19 @@ func runAs(ti *mesos.TaskInfo, ex *executor, fw *mesos.FrameworkInfo) string {
 func withAllocation(rs []*mesos.Resource, role string) []*mesos.Resource {
 	out := make([]*mesos.Resource, len(rs))
 	for i, r := range rs {
-		c := proto.Clone(r).(*mesos.Resource)
-		if c.AllocationInfo == nil {
-			c.AllocationInfo = &mesos.Resource_AllocationInfo{Role: proto.String(role)}
-		}
-		out[i] = c
+		out[i] = proto.CloneOf(r)
 	}
+	setAllocation(out, role)
 	return out
+}
+
+// setAllocation is withAllocation in place, for resources the caller owns.
+func setAllocation(rs []*mesos.Resource, role string) {
+	for _, r := range rs {
+		if r.AllocationInfo == nil {
+			r.AllocationInfo = &mesos.Resource_AllocationInfo{Role: proto.String(role)}
+		}
+	}
 }
 
 // validateID applies Mesos's rules for task and executor IDs.

@@ -11,6 +11,7 @@ import (
 	"mezzo/api/masterpb"
 	"mezzo/api/mesos"
 	"mezzo/api/protocol"
+	"mezzo/master/allocator"
 	"mezzo/resources"
 )
 
@@ -164,6 +165,7 @@ func (s *state) admitted(st *AgentStream, sub *protocol.AgentCall_Subscribe, err
 	a.setTotal(total)
 	s.agents[id] = a
 	s.agentIDCache = nil
+	s.longSetAgent(a)
 	if readmit {
 		a.reregisteredTime = now
 		if u := s.unreachable[id]; u != nil {
@@ -243,6 +245,7 @@ func (s *state) reregister(a *agent, st *AgentStream, sub *protocol.AgentCall_Su
 		a.setTotal(total)
 		s.rescindAgentOffers(a)
 		s.alloc.UpdateAgent(a.id, info, total)
+		s.longSetAgent(a)
 	}
 	s.connectAgent(a, st, now)
 	if resend {
@@ -360,7 +363,7 @@ func (s *state) adoptReport(a *agent, sub *protocol.AgentCall_Subscribe, now tim
 			fw := newFramework(id, proto.Clone(info).(*mesos.FrameworkInfo), now)
 			fw.recovered = true
 			s.frameworks[id] = fw
-			s.alloc.AddFramework(id, fw.info, nil, false, nil)
+			s.alloc.AddFramework(id, fw.info, nil, false, allocator.FrameworkOptions{})
 			s.emit(func() *masterpb.Event {
 				return &masterpb.Event{Type: masterpb.Event_FRAMEWORK_ADDED.Enum(),
 					FrameworkAdded: &masterpb.Event_FrameworkAdded{Framework: s.frameworkProto(fw)}}
@@ -410,6 +413,7 @@ func (s *state) adoptReport(a *agent, sub *protocol.AgentCall_Subscribe, now tim
 		added = added || (!t.recovered && !res.IsEmpty())
 		delete(fw.unreachableTasks, id)
 		s.addTask(t)
+		s.adoptLong(t, now)
 		s.emit(func() *masterpb.Event {
 			return &masterpb.Event{Type: masterpb.Event_TASK_ADDED.Enum(), TaskAdded: &masterpb.Event_TaskAdded{Task: tp}}
 		})
@@ -534,6 +538,7 @@ func (s *state) dropAgent(a *agent, newState func(*framework) mesos.TaskState, m
 	delete(s.agents, a.id)
 	s.agentIDCache = nil
 	s.alloc.RemoveAgent(a.id)
+	s.longRemoveAgent(a.id)
 	s.count("master/slave_removals")
 	s.emit(func() *masterpb.Event {
 		return &masterpb.Event{Type: masterpb.Event_AGENT_REMOVED.Enum(),

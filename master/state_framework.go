@@ -14,6 +14,7 @@ import (
 	"mezzo/api/protocol"
 	"mezzo/api/schedulerpb"
 	"mezzo/internal/authorizer"
+	"mezzo/master/allocator"
 	"mezzo/resources"
 )
 
@@ -52,6 +53,10 @@ func (s *state) subscribe(p Principal, sub *schedulerpb.Call_Subscribe, now time
 	if err := validateFrameworkInfo(sub.GetFrameworkInfo()); err != nil {
 		return nil, badRequest("Failed to validate scheduler::Call: %v", err)
 	}
+	opts, err := s.frameworkOptions(sub.GetFrameworkInfo(), sub.GetSuppressedRoles(), sub.GetOfferConstraints())
+	if err != nil {
+		return nil, badRequest("%v", err)
+	}
 	info := proto.Clone(sub.GetFrameworkInfo()).(*mesos.FrameworkInfo)
 	id := info.GetId().GetValue()
 	if p.Name != "" && p.Name != info.GetPrincipal() {
@@ -74,7 +79,7 @@ func (s *state) subscribe(p Principal, sub *schedulerpb.Call_Subscribe, now time
 		info.Id = frameworkID(id)
 		fw = newFramework(id, info, now)
 		s.frameworks[id] = fw
-		s.alloc.AddFramework(id, info, nil, true, sub.GetSuppressedRoles())
+		s.alloc.AddFramework(id, info, nil, true, opts)
 		s.log.Info("framework registered", "framework", id, "name", info.GetName())
 	case fw == nil:
 		added = true
@@ -83,7 +88,7 @@ func (s *state) subscribe(p Principal, sub *schedulerpb.Call_Subscribe, now time
 		fw = newFramework(id, info, now)
 		fw.reregisteredTime = now
 		s.frameworks[id] = fw
-		s.alloc.AddFramework(id, info, s.frameworkUsed(fw), true, sub.GetSuppressedRoles())
+		s.alloc.AddFramework(id, info, s.frameworkUsed(fw), true, opts)
 		s.updateFrameworkOnAgents(fw)
 		s.log.Info("framework re-registered", "framework", id)
 	default:
@@ -99,9 +104,9 @@ func (s *state) subscribe(p Principal, sub *schedulerpb.Call_Subscribe, now time
 		fw.info = info
 		fw.caps = capabilitySet(info)
 		fw.recovered = false
-		fw.failoverAt = time.Time{}
+		s.setFailoverAt(fw, time.Time{})
 		fw.reregisteredTime = now
-		s.alloc.UpdateFramework(id, info, sub.GetSuppressedRoles())
+		s.alloc.UpdateFramework(id, info, opts)
 		s.alloc.ActivateFramework(id)
 		s.updateFrameworkOnAgents(fw)
 		s.log.Info("framework re-subscribed", "framework", id)
@@ -111,6 +116,7 @@ func (s *state) subscribe(p Principal, sub *schedulerpb.Call_Subscribe, now time
 	for _, r := range sub.GetSuppressedRoles() {
 		fw.suppressed[r] = true
 	}
+	fw.offerConstraints = keptConstraints(sub.GetOfferConstraints())
 	st := s.newFrameworkStream(id)
 	fw.stream = st
 	fw.connected = true
@@ -178,7 +184,7 @@ func (s *state) disconnectFramework(fw *framework, now time.Time) {
 	if timeout < maxFailoverTimeout.Seconds() {
 		d = time.Duration(timeout * float64(time.Second))
 	}
-	fw.failoverAt = now.Add(d)
+	s.setFailoverAt(fw, now.Add(d))
 	s.log.Info("framework disconnected", "framework", fw.id, "failover_timeout", d)
 	s.emitFrameworkUpdated(fw)
 }
@@ -236,7 +242,7 @@ func (s *state) removeFramework(fw *framework, now time.Time) {
 	s.alloc.RemoveFramework(fw.id)
 	fw.connected = false
 	fw.active = false
-	fw.failoverAt = time.Time{}
+	s.setFailoverAt(fw, time.Time{})
 	delete(s.frameworks, fw.id)
 	delete(s.undelivered, fw.id)
 	s.completedIDs[fw.id] = true
@@ -271,9 +277,14 @@ func (s *state) updateFramework(fw *framework, u *schedulerpb.Call_UpdateFramewo
 	case info.GetCheckpoint() != fw.info.GetCheckpoint():
 		return badRequest("Updating 'FrameworkInfo.checkpoint' is unsupported")
 	}
+	opts, err := s.frameworkOptions(info, u.GetSuppressedRoles(), u.GetOfferConstraints())
+	if err != nil {
+		return badRequest("'UpdateFramework' call is not valid: %v", err)
+	}
 	if err := s.authorize(Principal{Name: info.GetPrincipal()}, authorizer.RegisterFramework, roleObjects(frameworkRoles(info))...); err != nil {
 		return err
 	}
+	fw.offerConstraints = keptConstraints(u.GetOfferConstraints())
 	fw.info = proto.Clone(info).(*mesos.FrameworkInfo)
 	fw.caps = capabilitySet(fw.info)
 	fw.suppressed = map[string]bool{}
@@ -282,7 +293,7 @@ func (s *state) updateFramework(fw *framework, u *schedulerpb.Call_UpdateFramewo
 	}
 	// Offers made under the old roles or capabilities may no longer fit.
 	s.recoverFrameworkOffers(fw, true)
-	s.alloc.UpdateFramework(fw.id, fw.info, u.GetSuppressedRoles())
+	s.alloc.UpdateFramework(fw.id, fw.info, opts)
 	s.updateFrameworkOnAgents(fw)
 	s.dirty = true
 	s.emitFrameworkUpdated(fw)
@@ -316,6 +327,23 @@ func (s *state) subscriptionRefusal(info *mesos.FrameworkInfo, fw *framework) st
 		return err.Error()
 	}
 	return ""
+}
+
+// frameworkOptions builds the allocator's options for a SUBSCRIBE or
+// UPDATE_FRAMEWORK, validating its offer constraints against the
+// framework's roles as Mesos does (the error says what is wrong).
+func (s *state) frameworkOptions(info *mesos.FrameworkInfo, suppressed []string, c *schedulerpb.OfferConstraints) (allocator.FrameworkOptions, error) {
+	oc, err := allocator.NewOfferConstraints(c, frameworkRoles(info), s.cfg.OfferConstraintsMaxProgramSize)
+	return allocator.FrameworkOptions{SuppressedRoles: suppressed, OfferConstraints: oc}, err
+}
+
+// keptConstraints is what the master reports of a call's offer
+// constraints: a copy, or nil when they constrain nothing.
+func keptConstraints(c *schedulerpb.OfferConstraints) *schedulerpb.OfferConstraints {
+	if len(c.GetRoleConstraints()) == 0 {
+		return nil
+	}
+	return proto.CloneOf(c)
 }
 
 // updateFrameworkOnAgents sends the current FrameworkInfo to every agent

@@ -31,31 +31,32 @@ func (s *state) advance(now time.Time) {
 	}
 	s.maybeResumeAllocation(now)
 	defer s.runRemovals(now)
-	dueAgents, expired := s.dueDeadlines(now)
-	sort.Slice(expired, func(i, j int) bool { return expired[i].id < expired[j].id })
-	for _, o := range expired {
+	d := s.dueDeadlines(now)
+	sort.Slice(d.tasks, func(i, j int) bool { return d.tasks[i].id() < d.tasks[j].id() })
+	for _, t := range d.tasks {
+		s.shortOverran(t)
+	}
+	sort.Slice(d.offers, func(i, j int) bool { return d.offers[i].id < d.offers[j].id })
+	for _, o := range d.offers {
 		// An earlier rescind in this pass may have removed it.
 		if s.offers[o.id] == o {
 			s.rescindOffer(o, true)
 		}
 	}
 
-	var failed []*framework
-	for _, fw := range s.frameworks {
-		if !fw.failoverAt.IsZero() && !now.Before(fw.failoverAt) {
-			failed = append(failed, fw)
+	sort.Slice(d.frameworks, func(i, j int) bool { return d.frameworks[i].id < d.frameworks[j].id })
+	for _, fw := range d.frameworks {
+		// An earlier removal in this pass may have removed it.
+		if s.frameworks[fw.id] == fw && !fw.failoverAt.IsZero() {
+			s.log.Info("framework failover timeout expired; removing", "framework", fw.id)
+			s.removeFramework(fw, now)
 		}
-	}
-	sort.Slice(failed, func(i, j int) bool { return failed[i].id < failed[j].id })
-	for _, fw := range failed {
-		s.log.Info("framework failover timeout expired; removing", "framework", fw.id)
-		s.removeFramework(fw, now)
 	}
 
 	s.retryOperationStatuses(now)
 
-	sort.Slice(dueAgents, func(i, j int) bool { return dueAgents[i].id < dueAgents[j].id })
-	for _, a := range dueAgents {
+	sort.Slice(d.agents, func(i, j int) bool { return d.agents[i].id < d.agents[j].id })
+	for _, a := range d.agents {
 		// Removing a framework above must not have removed the agent,
 		// but check rather than ping a stale one.
 		if s.agents[a.id] == a {
@@ -101,10 +102,8 @@ func (s *state) nextDeadline() time.Time {
 			next = t
 		}
 	}
-	for _, fw := range s.frameworks {
-		consider(fw.failoverAt)
-	}
-	// Agent pings and offer expiries (deadlines.go).
+	// Agent pings, offer expiries, failover timeouts, short tasks
+	// (deadlines.go).
 	consider(s.nextIndexedDeadline())
 	consider(s.reregisterDeadline)
 	if s.allocPause != nil {

@@ -61,6 +61,7 @@ func (s *state) allocated(fwID string, offers allocator.Offers, now time.Time) {
 			if s.cfg.OfferTimeout > 0 {
 				s.setOfferExpiry(o, now.Add(s.cfg.OfferTimeout))
 			}
+			s.longOffer(o)
 			o.proto = s.offerProto(o, fw, a)
 			s.offers[o.id] = o
 			fw.offers[o.id] = o
@@ -105,7 +106,7 @@ func (s *state) offerProto(o *offer, fw *framework, a *agent) *mesos.Offer {
 		Url:         agentURL(a),
 		Domain:      a.info.GetDomain(),
 		Resources:   rs,
-		Attributes:  a.info.GetAttributes(),
+		Attributes:  longAttributes(a.info.GetAttributes(), o.long),
 		// Set while the agent's machine is in a maintenance window.
 		Unavailability: s.agentUnavailability(a),
 	}
@@ -178,8 +179,10 @@ func (s *state) decline(fw *framework, ids []*mesos.OfferID, filters *mesos.Filt
 	}
 }
 
-// dropOffer forgets an offer (its resources are the caller's to recover).
+// dropOffer forgets an offer (its resources are the caller's to recover;
+// its long part goes back to the long-task books).
 func (s *state) dropOffer(o *offer) {
+	s.longUnoffer(o)
 	delete(s.offers, o.id)
 	if fw := s.frameworks[o.fwID]; fw != nil {
 		delete(fw.offers, o.id)

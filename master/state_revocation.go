@@ -18,8 +18,10 @@ import (
 // revoke is the allocator's Revoke request on the loop: the framework
 // holds r on the agent in a role above its fair share while a role below
 // its guarantee waits. Its outstanding offers there (in that role) are
-// rescinded first; then its tasks there, most recently launched first,
-// are killed until their resources cover the rest of r. Kills go to the
+// rescinded first; then its tasks there are killed until their resources
+// cover the rest of r: short tasks that outlived their declaration first
+// (tech report §3.3.2, with long-task bounds on), then the most recently
+// launched. Kills go to the
 // agent as KILL_TASK with the task's kill policy (its grace period
 // applies); the statuses flow back as usual and are reported with
 // REASON_CONTAINER_PREEMPTED.
@@ -62,6 +64,9 @@ func (s *state) revoke(fwID, agentID string, r resources.Resources, now time.Tim
 		victims = append(victims, t)
 	}
 	sort.Slice(victims, func(i, j int) bool {
+		if victims[i].overran != victims[j].overran {
+			return victims[i].overran
+		}
 		ti, tj := launchTime(victims[i]), launchTime(victims[j])
 		if ti != tj {
 			return ti > tj

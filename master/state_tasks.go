@@ -80,6 +80,7 @@ func (s *state) recoverTask(t *task) {
 		return
 	}
 	t.recovered = true
+	s.releaseLong(t)
 	if !t.res.IsEmpty() {
 		s.alloc.RecoverResources(t.fwID, t.agentID, t.res, nil)
 	}
@@ -94,20 +95,24 @@ func (s *state) applyStatus(t *task, st *mesos.TaskStatus, latest mesos.TaskStat
 		s.countTerminal(latest)
 		s.countTerminalStatus(t.fwID, st, latest)
 	}
-	p := proto.Clone(t.proto).(*mesos.Task)
+	p := shallowTask(t.proto)
 	p.State = latest.Enum()
 	p.StatusUpdateState = st.State
 	if fromAgent && len(st.GetUuid()) > 0 {
 		p.StatusUpdateUuid = st.GetUuid()
 	}
-	rec := proto.Clone(st).(*mesos.TaskStatus)
-	rec.Data = nil // Mesos keeps statuses without their data payload
+	rec := st // statuses are not changed once made: shared
+	if st.Data != nil {
+		rec = proto.CloneOf(st)
+		rec.Data = nil // Mesos keeps statuses without their data payload
+	}
+	// A new list: the old one stays the previous proto's.
 	if n := len(p.Statuses); n > 0 && p.Statuses[n-1].GetState() == rec.GetState() {
 		// A retried update (or a new one in the same state) replaces
 		// the last entry rather than growing the list, as Mesos.
 		p.Statuses = append(p.Statuses[:n-1:n-1], rec)
 	} else {
-		p.Statuses = append(p.Statuses, rec)
+		p.Statuses = append(p.Statuses[:len(p.Statuses):len(p.Statuses)], rec)
 	}
 	t.proto = p
 	if mesos.IsTerminal(latest) {
@@ -119,6 +124,20 @@ func (s *state) applyStatus(t *task, st *mesos.TaskStatus, latest mesos.TaskStat
 			FrameworkId: frameworkID(t.fwID), Status: st, State: latest.Enum(),
 		}}
 	})
+}
+
+// shallowTask copies a Task proto's fields (not the messages they point
+// to, which are never changed once made): tasks are copied on every status
+// update, and a deep copy of the task with its resources and statuses was
+// a large part of a loaded master's status handling.
+func shallowTask(p *mesos.Task) *mesos.Task {
+	return &mesos.Task{
+		Name: p.Name, TaskId: p.TaskId, FrameworkId: p.FrameworkId, ExecutorId: p.ExecutorId,
+		AgentId: p.AgentId, State: p.State, Resources: p.Resources, Statuses: p.Statuses,
+		StatusUpdateState: p.StatusUpdateState, StatusUpdateUuid: p.StatusUpdateUuid, Labels: p.Labels,
+		Discovery: p.Discovery, Container: p.Container, HealthCheck: p.HealthCheck, KillPolicy: p.KillPolicy,
+		User: p.User, Limits: p.Limits,
+	}
 }
 
 // newStatus builds a master-generated status (no uuid: it needs no ack).
@@ -149,8 +168,11 @@ func (s *state) forwardStatus(fw *framework, st *mesos.TaskStatus) bool {
 	if fw == nil || fw.stream == nil {
 		return false
 	}
-	out := proto.Clone(st).(*mesos.TaskStatus)
-	out.State = stateFor(fw, st.GetState()).Enum()
+	out := st // statuses are not changed once made: shared
+	if ns := stateFor(fw, st.GetState()); ns != st.GetState() {
+		out = proto.CloneOf(st)
+		out.State = ns.Enum()
+	}
 	s.sendFramework(fw, &schedulerpb.Event{
 		Type:   schedulerpb.Event_UPDATE.Enum(),
 		Update: &schedulerpb.Event_Update{Status: out},
@@ -177,7 +199,9 @@ func (s *state) statusUpdate(a *agent, su *protocol.AgentCall_StatusUpdate, now 
 		}
 		return
 	}
-	st := proto.Clone(su.GetStatus()).(*mesos.TaskStatus)
+	// The call was decoded for this update alone: its status is taken
+	// over rather than copied (from here on it is shared, never changed).
+	st := su.GetStatus()
 	st.AgentId = agentID(a.id)
 	t := fw.tasks[taskID]
 	if t == nil || t.agentID != a.id {
@@ -196,6 +220,16 @@ func (s *state) statusUpdate(a *agent, su *protocol.AgentCall_StatusUpdate, now 
 		if len(uuid) > 0 {
 			s.markUndelivered(fwID, a.id)
 		}
+		return
+	}
+	if len(uuid) > 0 && bytes.Equal(uuid, t.ackedUUID) {
+		// The agent sent again an update the scheduler has acknowledged
+		// (its retry crossed the acknowledgement): the agent needs the
+		// acknowledgement, the scheduler nothing. Forwarding it made an
+		// overloaded cluster spend most of its time on such retries and
+		// their acknowledgements.
+		s.count("master/valid_status_updates")
+		s.ackToAgent(a, fwID, st.GetTaskId(), uuid)
 		return
 	}
 	if su.GetExecutorId() != nil {
@@ -250,9 +284,11 @@ func (s *state) acknowledge(fw *framework, ack *schedulerpb.Call_Acknowledge) {
 		s.log.Warn("acknowledgement for unknown agent", "framework", fw.id, "agent", ack.GetAgentId().GetValue())
 		return
 	}
-	if t := fw.tasks[ack.GetTaskId().GetValue()]; t != nil && t.agentID == a.id &&
-		mesos.IsTerminal(t.proto.GetStatusUpdateState()) && bytes.Equal(t.proto.GetStatusUpdateUuid(), ack.GetUuid()) {
-		s.completeTask(fw, t)
+	if t := fw.tasks[ack.GetTaskId().GetValue()]; t != nil && t.agentID == a.id {
+		t.ackedUUID = ack.GetUuid()
+		if mesos.IsTerminal(t.proto.GetStatusUpdateState()) && bytes.Equal(t.proto.GetStatusUpdateUuid(), ack.GetUuid()) {
+			s.completeTask(fw, t)
+		}
 	}
 	s.ackToAgent(a, fw.id, ack.GetTaskId(), ack.GetUuid())
 }

@@ -3,6 +3,7 @@ package master
 import (
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/google/uuid"
 
@@ -93,11 +94,14 @@ func ValidateCall(call *schedulerpb.Call) error {
 	return fmt.Errorf("Unknown call type %d", int32(t))
 }
 
-// validateFrameworkInfo checks roles the way Mesos does for SUBSCRIBE and
-// UPDATE_FRAMEWORK.
+// validateFrameworkInfo checks roles and offer filters the way Mesos does
+// for SUBSCRIBE and UPDATE_FRAMEWORK.
 func validateFrameworkInfo(info *mesos.FrameworkInfo) error {
 	if info == nil {
 		return errors.New("Expecting 'framework_info' to be present")
+	}
+	if err := validateOfferFilters(info); err != nil {
+		return err
 	}
 	multiRole := false
 	for _, c := range info.GetCapabilities() {
@@ -126,6 +130,40 @@ func validateFrameworkInfo(info *mesos.FrameworkInfo) error {
 	}
 	if err := resources.ValidateRole(info.GetRole()); err != nil {
 		return fmt.Errorf("'FrameworkInfo.role' is not a valid role: %v", err)
+	}
+	return nil
+}
+
+// validateOfferFilters checks FrameworkInfo.offer_filters as Mesos's
+// common::validation::validateOfferFilters does, naming the role.
+func validateOfferFilters(info *mesos.FrameworkInfo) error {
+	filters := info.GetOfferFilters()
+	for _, role := range sortedKeys(filters) {
+		for _, rq := range filters[role].GetMinAllocatableResources().GetQuantities() {
+			if len(rq.GetQuantities()) == 0 {
+				return fmt.Errorf("Invalid 'FrameworkInfo.offer_filters' for role '%s': Resource quantities must contain at least one quantity", role)
+			}
+			for _, name := range sortedKeys(rq.GetQuantities()) {
+				if err := validateInputScalar(rq.GetQuantities()[name].GetValue()); err != nil {
+					return fmt.Errorf("Invalid 'FrameworkInfo.offer_filters' for role '%s': Invalid resource quantity for '%s': %v", role, name, err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// validateInputScalar is Mesos's validateInputScalarValue.
+func validateInputScalar(v float64) error {
+	switch {
+	case math.IsInf(v, 0):
+		return errors.New("Infinite values not supported")
+	case math.IsNaN(v):
+		return errors.New("NaN not supported")
+	case v != 0 && math.Abs(v) < 0x1p-1022:
+		return errors.New("Subnormal values not supported")
+	case v < 0:
+		return errors.New("Negative values not supported")
 	}
 	return nil
 }

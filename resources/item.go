@@ -154,7 +154,7 @@ func newItem(r *mesos.Resource, reservations []*mesos.Resource_ReservationInfo) 
 			Revocable:      r.Revocable,
 			Shared:         r.Shared,
 		}
-		it.meta = proto.Clone(m).(*mesos.Resource)
+		it.meta = cloneMeta(m) // by hand for the common fields: every launch converts its task's resources
 	}
 	switch it.typ {
 	case mesos.Value_SCALAR:

@@ -112,6 +112,24 @@ func (c *Client) Suppress(ctx context.Context, roles ...string) error {
 	return c.Call(ctx, call)
 }
 
+// UpdateFramework replaces the framework's info (its id is filled in),
+// suppressed roles and offer constraints (UPDATE_FRAMEWORK); the master
+// answers 400 naming the problem if they are not valid. Once accepted they
+// are also what later re-subscriptions send.
+func (c *Client) UpdateFramework(ctx context.Context, info *mesos.FrameworkInfo, suppressedRoles []string, constraints *schedulerpb.OfferConstraints) error {
+	info = proto.CloneOf(info)
+	info.Id = c.FrameworkID()
+	u := &schedulerpb.Call_UpdateFramework{FrameworkInfo: info, SuppressedRoles: suppressedRoles, OfferConstraints: constraints}
+	if err := c.Call(ctx, &schedulerpb.Call{Type: schedulerpb.Call_UPDATE_FRAMEWORK.Enum(), UpdateFramework: u}); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.sub = &schedulerpb.Call_Subscribe{FrameworkInfo: proto.CloneOf(info), SuppressedRoles: append([]string(nil), suppressedRoles...),
+		OfferConstraints: proto.CloneOf(constraints)}
+	c.mu.Unlock()
+	return nil
+}
+
 // Teardown removes the framework: the master kills its tasks and closes
 // the stream. The event channel then closes with ErrTornDown.
 func (c *Client) Teardown(ctx context.Context) error {

@@ -31,6 +31,9 @@ type Client struct {
 	started     bool  // Subscribe was called
 	tornDown    bool  // a TEARDOWN was sent (or is being sent)
 	err         error // why the event channel closed
+	// sub is what SUBSCRIBE sends: the configured info, suppressed roles
+	// and offer constraints, as the last UPDATE_FRAMEWORK replaced them.
+	sub *schedulerpb.Call_Subscribe
 }
 
 // New returns a client for cfg. Configuration errors are reported by
@@ -41,6 +44,8 @@ func New(cfg Config) *Client {
 	if err != nil {
 		return c
 	}
+	c.sub = &schedulerpb.Call_Subscribe{FrameworkInfo: cfg.Framework, SuppressedRoles: cfg.SuppressedRoles,
+		OfferConstraints: cfg.OfferConstraints}
 	// Follow redirects ourselves: the Location is the leader, which the
 	// client must remember for its calls.
 	hc := *cfg.HTTPClient

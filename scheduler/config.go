@@ -11,6 +11,7 @@ import (
 
 	"mezzo/api/codec"
 	"mezzo/api/mesos"
+	"mezzo/api/schedulerpb"
 	"mezzo/internal/authn"
 	"mezzo/internal/clock"
 )
@@ -67,6 +68,11 @@ type Config struct {
 	// SuppressedRoles are sent in SUBSCRIBE (roles for which the
 	// framework wants no offers yet).
 	SuppressedRoles []string
+	// OfferConstraints are sent in SUBSCRIBE: per role, the agents the
+	// framework may be offered, by attribute (see OfferConstraintsFor).
+	// UpdateFramework replaces them (and the info and suppressed roles)
+	// for later re-subscriptions too.
+	OfferConstraints *schedulerpb.OfferConstraints
 	// Clock drives heartbeat deadlines and backoff (default clock.Real).
 	Clock clock.Clock
 	// MinBackoff and MaxBackoff bound the re-subscription backoff.
@@ -89,6 +95,10 @@ func (c Config) validate() (Config, error) {
 		return c, errors.New("scheduler: Config.Framework is required")
 	}
 	c.Framework = proto.Clone(c.Framework).(*mesos.FrameworkInfo)
+	c.SuppressedRoles = append([]string(nil), c.SuppressedRoles...)
+	if c.OfferConstraints != nil {
+		c.OfferConstraints = proto.CloneOf(c.OfferConstraints)
+	}
 	bases := make([]string, 0, len(c.Masters))
 	for _, m := range c.Masters {
 		m = strings.TrimSpace(m)

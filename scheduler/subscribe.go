@@ -236,13 +236,13 @@ func (c *Client) subscribeAt(ctx context.Context, base string) (*stream, error) 
 }
 
 func (c *Client) subscribeCall() *schedulerpb.Call {
-	fi := proto.CloneOf(c.cfg.Framework)
+	c.mu.Lock()
+	sub := proto.CloneOf(c.sub)
+	c.mu.Unlock()
+	fi := sub.FrameworkInfo
 	call := &schedulerpb.Call{
-		Type: schedulerpb.Call_SUBSCRIBE.Enum(),
-		Subscribe: &schedulerpb.Call_Subscribe{
-			FrameworkInfo:   fi,
-			SuppressedRoles: c.cfg.SuppressedRoles,
-		},
+		Type:      schedulerpb.Call_SUBSCRIBE.Enum(),
+		Subscribe: sub,
 	}
 	// Re-subscribing: the id goes in both places (the master checks that
 	// they agree).

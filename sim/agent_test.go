@@ -209,10 +209,17 @@ func TestAgentTaskLifecycle(t *testing.T) {
 	if got := starting.GetStatusUpdate().GetLatestState(); got != mesos.TaskState_TASK_RUNNING {
 		t.Fatalf("latest_state = %v, want TASK_RUNNING (queued behind STARTING)", got)
 	}
-	// Unacknowledged: re-sent with the same uuid once the retry interval passes.
-	again, _ := ta.awaitCall("STARTING retry", i+1, 200*time.Millisecond, statusCall("t1", mesos.TaskState_TASK_STARTING))
+	// Unacknowledged: re-sent with the same uuid once the retry interval
+	// passes, then after twice that (backoff, as the real agent).
+	sent := ta.fc.Now()
+	again, k := ta.awaitCall("STARTING retry", i+1, 200*time.Millisecond, statusCall("t1", mesos.TaskState_TASK_STARTING))
 	if !proto.Equal(again.GetStatusUpdate().GetStatus(), st) {
 		t.Fatalf("retry differs: %v vs %v", again.GetStatusUpdate().GetStatus(), st)
+	}
+	first := ta.fc.Now()
+	ta.awaitCall("second STARTING retry", k+1, 200*time.Millisecond, statusCall("t1", mesos.TaskState_TASK_STARTING))
+	if d1, d2 := first.Sub(sent), ta.fc.Now().Sub(first); d1 != time.Second || d2 != 2*time.Second {
+		t.Fatalf("retries after %v, then %v; want 1s, then 2s", d1, d2)
 	}
 	ta.ack("F1", st)
 	running, j := ta.awaitCall("TASK_RUNNING", i+1, 0, statusCall("t1", mesos.TaskState_TASK_RUNNING))

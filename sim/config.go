@@ -28,7 +28,9 @@ const (
 	DefaultRegistrationBackoff    = time.Second
 	DefaultMaxRegistrationBackoff = time.Minute
 	// DefaultStatusRetry is how long an unacknowledged status update waits
-	// before it is sent again (Mesos's STATUS_UPDATE_RETRY_INTERVAL_MIN).
+	// before it is sent again (Mesos's STATUS_UPDATE_RETRY_INTERVAL_MIN);
+	// the wait doubles with each retry up to MaxStatusRetry (Mesos's
+	// STATUS_UPDATE_RETRY_INTERVAL_MAX).
 	DefaultStatusRetry = 10 * time.Second
 	// MaxStatusRetry bounds the doubling of an update's retry interval
 	// (Mesos's STATUS_UPDATE_RETRY_INTERVAL_MAX).

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -28,6 +29,10 @@ const (
 	DefaultFailoverTimeout = time.Hour
 	// DefaultRefuseSeconds is the decline filter (Mesos's default 5 s).
 	DefaultRefuseSeconds = 5.0
+	// FrameworkMaxCalls is the default bound on a framework's calls in
+	// flight (FrameworkConfig.CallsInFlight; each is an HTTP request of
+	// its own).
+	FrameworkMaxCalls = 16
 )
 
 // FrameworkConfig configures an emulated framework. Only Masters is
@@ -66,12 +71,17 @@ type FrameworkConfig struct {
 	// agent they are offered.
 	TasksPerOffer int
 	// CallsInFlight bounds the launches, declines and acknowledgements the
-	// framework has outstanding at once (default 8).
+	// framework has outstanding at once (default FrameworkMaxCalls).
 	CallsInFlight int
 	// RefuseSeconds is the filter on declined offers (default 5).
 	RefuseSeconds float64
+	// StartSuppressed subscribes with the role suppressed: the framework
+	// launches nothing until Resume (a benchmark starts every framework's
+	// launches at one instant).
+	StartSuppressed bool
 	// HTTPClient sends the framework's requests (default: a plain
-	// HTTP/1.1 client, as most Mesos frameworks use).
+	// HTTP/1.1 client, as most Mesos frameworks use, keeping
+	// FrameworkMaxCalls+1 idle connections).
 	HTTPClient *http.Client
 	// Clock drives the launch rate and the SDK's timers (default real).
 	Clock clock.Clock
@@ -101,6 +111,9 @@ type Framework struct {
 	tokens     float64
 	lastRefill time.Time
 	suppressed bool
+	// resumed is set by Resume (StartSuppressed frameworks launch only
+	// after it).
+	resumed atomic.Bool
 
 	mu      sync.Mutex
 	subs    []time.Time                // SUBSCRIBED events received
@@ -136,7 +149,7 @@ func NewFramework(cfg FrameworkConfig) (*Framework, error) {
 		return nil, errors.New("sim: framework 'CallsInFlight' must not be negative")
 	}
 	if cfg.CallsInFlight == 0 {
-		cfg.CallsInFlight = 8
+		cfg.CallsInFlight = FrameworkMaxCalls
 	}
 	if cfg.TaskDurationStdDev < 0 || (cfg.TaskDurationStdDev > 0 && cfg.TaskDuration <= 0) {
 		return nil, errors.New("sim: framework 'TaskDurationStdDev' must not be negative, and needs a positive 'TaskDuration'")
@@ -164,6 +177,12 @@ func NewFramework(cfg FrameworkConfig) (*Framework, error) {
 	}
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
+	}
+	if cfg.HTTPClient == nil {
+		// Enough idle connections for its calls in flight: with
+		// net/http's default of 2, most acknowledgements would dial a
+		// connection of their own.
+		cfg.HTTPClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: FrameworkMaxCalls + 1}}
 	}
 	need, err := resources.Parse(cfg.TaskResources, "*")
 	if err != nil {
@@ -195,13 +214,18 @@ func NewFramework(cfg FrameworkConfig) (*Framework, error) {
 	} else if cfg.TaskDuration != 0 {
 		f.label = DurationLabels(cfg.TaskDuration)
 	}
+	var suppressed []string
+	if cfg.StartSuppressed {
+		suppressed = []string{cfg.Role}
+	}
 	f.client = scheduler.New(scheduler.Config{
-		Masters:    cfg.Masters,
-		Framework:  info,
-		HTTPClient: cfg.HTTPClient,
-		Clock:      cfg.Clock,
-		Logf:       cfg.Logf,
-		MinBackoff: 100 * time.Millisecond,
+		Masters:         cfg.Masters,
+		Framework:       info,
+		SuppressedRoles: suppressed,
+		HTTPClient:      cfg.HTTPClient,
+		Clock:           cfg.Clock,
+		Logf:            cfg.Logf,
+		MinBackoff:      100 * time.Millisecond,
 	})
 	return f, nil
 }
@@ -232,6 +256,13 @@ func (f *Framework) Stop() {
 	}
 	<-f.done
 	f.inflight.Wait()
+}
+
+// Resume starts the launches of a StartSuppressed framework: it revives
+// its role, so offers come.
+func (f *Framework) Resume(ctx context.Context) error {
+	f.resumed.Store(true)
+	return f.client.Revive(ctx)
 }
 
 // Teardown removes the framework from the cluster (its tasks are killed)
@@ -310,24 +341,43 @@ func (f *Framework) WaitTasks(ctx context.Context, n int) (finished int, err err
 // wait polls cond (under f.mu) on every change until it holds, ctx ends,
 // or the framework's subscription ends.
 func (f *Framework) wait(ctx context.Context, cond func() bool) error {
+	return waitOn(ctx, &f.mu, &f.changed, f.done, &f.err, "framework", cond)
+}
+
+// waitOn polls cond (under mu) on every notification of changed until it
+// holds, ctx ends, or *errp is set (the subscription of the framework,
+// named what, ended; done closes then).
+func waitOn(ctx context.Context, mu *sync.Mutex, changed *notifier, done <-chan struct{}, errp *error, what string, cond func() bool) error {
 	for {
-		ch := f.changed.wait()
-		f.mu.Lock()
-		ok, err := cond(), f.err
-		f.mu.Unlock()
+		ch := changed.wait()
+		mu.Lock()
+		ok, err := cond(), *errp
+		mu.Unlock()
 		if ok {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("sim: framework ended: %w", err)
+			return fmt.Errorf("sim: %s ended: %w", what, err)
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-ch:
-		case <-f.done:
+		case <-done:
 		}
 	}
+}
+
+// ended records why a scheduler client's subscription ended (errStopped
+// when it was stopped) in *errp, under mu, and wakes the waiters.
+func ended(mu *sync.Mutex, changed *notifier, errp *error, client *scheduler.Client) {
+	mu.Lock()
+	*errp = client.Err()
+	if *errp == nil {
+		*errp = errStopped
+	}
+	mu.Unlock()
+	changed.notify()
 }
 
 // run is the framework's event loop.
@@ -336,13 +386,7 @@ func (f *Framework) run(ctx context.Context, events <-chan *schedulerpb.Event) {
 	for ev := range events {
 		f.handle(ctx, ev)
 	}
-	f.mu.Lock()
-	f.err = f.client.Err()
-	if f.err == nil {
-		f.err = errStopped
-	}
-	f.mu.Unlock()
-	f.changed.notify()
+	ended(&f.mu, &f.changed, &f.err, f.client)
 }
 
 func (f *Framework) handle(ctx context.Context, ev *schedulerpb.Event) {
@@ -352,11 +396,16 @@ func (f *Framework) handle(ctx context.Context, ev *schedulerpb.Event) {
 		again := len(f.subs) > 0
 		f.subs = append(f.subs, f.cfg.Clock.Now())
 		f.mu.Unlock()
-		f.suppressed = false
+		f.suppressed = f.cfg.StartSuppressed
 		if again {
 			// Re-subscribed (a failover): ask for the tasks' latest states,
 			// as updates sent meanwhile may be lost to us.
 			f.call(func() error { return f.client.Reconcile(ctx, nil) })
+			if f.suppressed && f.resumed.Load() && f.launched < f.cfg.Tasks {
+				// SUBSCRIBE suppressed the role again.
+				f.suppressed = false
+				f.call(func() error { return f.client.Revive(ctx) })
+			}
 		}
 	case schedulerpb.Event_OFFERS:
 		f.offers(ctx, ev.GetOffers().GetOffers())
@@ -390,12 +439,23 @@ func (f *Framework) handle(ctx context.Context, ev *schedulerpb.Event) {
 }
 
 // offers launches what the rate and the remaining count allow and
-// declines the rest.
+// declines the rest. The calls go out together (through async, at most
+// CallsInFlight at once), as a scheduler that launches as fast as offers
+// allow sends them: one after the other, each waiting for the master's
+// answer, a framework's launches were as slow as the master's latency
+// under load.
 func (f *Framework) offers(ctx context.Context, offers []*mesos.Offer) {
 	f.refill()
+	waiting := f.cfg.StartSuppressed && !f.resumed.Load()
+	if f.suppressed && !waiting {
+		f.suppressed = false // Resume revived the role
+	}
 	var decline []*mesos.OfferID
 	for _, o := range offers {
-		tasks := f.fill(o)
+		var tasks []*mesos.TaskInfo
+		if !waiting {
+			tasks = f.fill(o)
+		}
 		if len(tasks) == 0 {
 			decline = append(decline, o.GetId())
 			continue
@@ -416,7 +476,7 @@ func (f *Framework) offers(ctx context.Context, offers []*mesos.Offer) {
 		// Nothing left to launch: stop offers, as a well-behaved
 		// framework does, so the allocator offers to the others.
 		f.suppressed = true
-		f.call(func() error { return f.client.Suppress(ctx) })
+		f.async(ctx, func() error { return f.client.Suppress(ctx) }, f.logError("suppress"))
 	}
 }
 

@@ -39,7 +39,7 @@ type simTask struct {
 	finish  *loopTimer
 	pending []*mesos.TaskStatus // unacknowledged updates; the head is in flight
 	retry   *loopTimer
-	backoff time.Duration // the head's next retry interval (0: not sent yet)
+	retryIn time.Duration // the head's next resend interval
 }
 
 // isTerminal: an emulated agent treats TASK_UNREACHABLE as final too.
@@ -359,9 +359,19 @@ func (a *Agent) executorTaskEnded(fw *fwState, eid string) {
 	})
 }
 
-// sendHead (re)sends the oldest unacknowledged update of a task and arms
-// its retry (loop).
+// sendHead sends the oldest unacknowledged update of a task (a new head,
+// or the head again after a re-registration) and arms its retry (loop).
 func (a *Agent) sendHead(t *simTask) {
+	t.retryIn = a.rt.cfg.StatusRetry
+	a.forwardHead(t)
+}
+
+// forwardHead (re)sends the head and arms its retry, the interval doubling
+// up to MaxStatusRetry as the real agent's: at a fixed interval, an
+// overloaded cluster's retries added to the load that delayed the
+// acknowledgements (a launch of 200,000 tasks sent 3.5 updates per update
+// and never finished).
+func (a *Agent) forwardHead(t *simTask) {
 	t.retry.Stop()
 	if len(t.pending) == 0 {
 		return
@@ -382,15 +392,10 @@ func (a *Agent) sendHead(t *simTask) {
 	}) {
 		a.rt.counters.updatesSent.Add(1)
 	}
-	// Mesos's status update manager doubles the interval of each retry of
-	// the same update, from 10 s up to 10 min, so that an overloaded
-	// master is not sent the backlog again every 10 s.
-	if t.backoff == 0 {
-		t.backoff = a.rt.cfg.StatusRetry
-	} else {
-		t.backoff = min(2*t.backoff, max(MaxStatusRetry, a.rt.cfg.StatusRetry))
-	}
-	t.retry = a.sh.after(t.backoff, func() { a.sendHead(t) })
+	t.retry = a.sh.after(t.retryIn, func() {
+		t.retryIn = min(2*t.retryIn, MaxStatusRetry)
+		a.forwardHead(t)
+	})
 }
 
 // acknowledge moves a task's update stream on when the master forwards
@@ -408,7 +413,6 @@ func (a *Agent) acknowledge(fid, tid string, id []byte) {
 	a.rt.counters.updatesAcked.Add(1)
 	t.pending[0] = nil
 	t.pending = t.pending[1:]
-	t.backoff = 0
 	if len(t.pending) > 0 {
 		a.sendHead(t)
 		return

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 
 	allocbench "mezzo/master/allocator/bench"
 )
@@ -13,7 +14,7 @@ import (
 // them with the machine and the command.
 func runBench(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: mezzo bench allocator|launch|registrar|failover|paper [flags]")
+		fmt.Fprintln(stderr, "usage: mezzo bench allocator|launch|registrar|failover|cluster|paper [flags]")
 		return 2
 	}
 	switch args[0] {
@@ -25,10 +26,12 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		return benchRegistrar(args[1:], stdout, stderr)
 	case "failover":
 		return benchFailover(args[1:], stdout, stderr)
+	case "cluster":
+		return benchCluster(args[1:], stdout, stderr)
 	case "paper":
 		return benchPaper(args[1:], stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "mezzo bench: unknown benchmark %q (known: allocator, launch, registrar, failover, paper)\n", args[0])
+	fmt.Fprintf(stderr, "mezzo bench: unknown benchmark %q (known: allocator, launch, registrar, failover, cluster, paper)\n", args[0])
 	return 2
 }
 
@@ -43,17 +46,35 @@ func benchAllocator(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	res, err := allocbench.Run(allocbench.Config{Agents: *agents, Frameworks: *frameworks, Roles: *roles, Quota: *quota})
+	return report("allocator", res, err, *asJSON, stdout, stderr, func() string { return fmt.Sprintf("%+v", res) })
+}
+
+// report prints a benchmark's result: the error, one JSON object (asJSON),
+// or the line text renders. It returns the exit code.
+func report(name string, res any, err error, asJSON bool, stdout, stderr io.Writer, text func() string) int {
 	if err != nil {
-		fmt.Fprintf(stderr, "mezzo bench allocator: %v\n", err)
+		fmt.Fprintf(stderr, "mezzo bench %s: %v\n", name, err)
 		return 1
 	}
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		if err := enc.Encode(res); err != nil {
+	if asJSON {
+		if err := json.NewEncoder(stdout).Encode(res); err != nil {
 			return 1
 		}
 		return 0
 	}
-	fmt.Fprintf(stdout, "%+v\n", res)
+	fmt.Fprintln(stdout, text())
 	return 0
+}
+
+// benchDir returns dir, created if needed, or a new temporary directory
+// (named after prefix) that done removes.
+func benchDir(dir, prefix string) (_ string, done func(), err error) {
+	if dir != "" {
+		return dir, func() {}, os.MkdirAll(dir, 0o755)
+	}
+	d, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		return "", nil, err
+	}
+	return d, func() { os.RemoveAll(d) }, nil
 }

@@ -39,19 +39,10 @@ func benchRegistrar(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	res, err := regbench.Run(regbench.Config{Agents: *agents, Dir: *dir, Concurrency: *concurrency})
-	if err != nil {
-		fmt.Fprintf(stderr, "mezzo bench registrar: %v\n", err)
-		return 1
-	}
-	if *asJSON {
-		if err := json.NewEncoder(stdout).Encode(res); err != nil {
-			return 1
-		}
-		return 0
-	}
-	fmt.Fprintf(stdout, "%d agents: %.0f admissions/s (p50 %.2f ms, p99 %.2f ms, %d writes, largest batch %d), recovery %.1f ms, %d bytes on disk\n",
-		res.Config.Agents, res.AdmitPerS, res.AdmitP50MS, res.AdmitP99MS, res.Writes, res.LargestBatch, res.RecoverMS, res.Bytes)
-	return 0
+	return report("registrar", res, err, *asJSON, stdout, stderr, func() string {
+		return fmt.Sprintf("%d agents: %.0f admissions/s (p50 %.2f ms, p99 %.2f ms, %d writes, largest batch %d), recovery %.1f ms, %d bytes on disk",
+			res.Config.Agents, res.AdmitPerS, res.AdmitP50MS, res.AdmitP99MS, res.Writes, res.LargestBatch, res.RecoverMS, res.Bytes)
+	})
 }
 
 // failoverResult is `mezzo bench failover --json`.
@@ -134,19 +125,10 @@ func benchFailover(args []string, stdout, stderr io.Writer) int {
 		raftTimeout: *raftTimeout, raftLease: *raftLease, backoff: *backoff, hold: *hold, dir: *dir, logf: logf,
 		cpuProfile: *cpuProfile, profileSeconds: *profileSeconds,
 	})
-	if err != nil {
-		fmt.Fprintf(stderr, "mezzo bench failover: %v\n", err)
-		return 1
-	}
-	if *asJSON {
-		if err := json.NewEncoder(stdout).Encode(res); err != nil {
-			return 1
-		}
-		return 0
-	}
-	fmt.Fprintf(stdout, "%d agents, %d frameworks, %d masters: election %.0f ms, MTTR %.0f ms (agents %.0f ms, frameworks %.0f ms)\n",
-		res.Agents, res.Frameworks, res.Masters, res.ElectionMS, res.MTTRMS, res.AgentsMS, res.FrameworksMS)
-	return 0
+	return report("failover", res, err, *asJSON, stdout, stderr, func() string {
+		return fmt.Sprintf("%d agents, %d frameworks, %d masters: election %.0f ms, MTTR %.0f ms (agents %.0f ms, frameworks %.0f ms)",
+			res.Agents, res.Frameworks, res.Masters, res.ElectionMS, res.MTTRMS, res.AgentsMS, res.FrameworksMS)
+	})
 }
 
 type failoverBench struct {
@@ -170,17 +152,11 @@ func runFailoverBench(b failoverBench) (*failoverResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir := b.dir
-	if dir == "" {
-		d, err := os.MkdirTemp("", "mezzo-bench-failover-")
-		if err != nil {
-			return nil, err
-		}
-		defer os.RemoveAll(d)
-		dir = d
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+	dir, done, err := benchDir(b.dir, "mezzo-bench-failover-")
+	if err != nil {
 		return nil, err
 	}
+	defer done()
 	lns, err := listenMasters("127.0.0.1", b.basePort, b.masters)
 	if err != nil {
 		return nil, err
@@ -241,7 +217,7 @@ func runFailoverBench(b failoverBench) (*failoverResult, error) {
 		res.Killed = leader
 		cpuAtKill = processCPU(masters)
 		if b.cpuProfile != "" {
-			stopProfile = profileRecovery(ctx, b, masters, &profiles)
+			stopProfile = profileRun(ctx, b.cpuProfile, b.profileSeconds, masters, b.logf, &profiles)
 		}
 		go func() {
 			next, err := waitLeading(ctx, addrs, leader, time.Minute)
@@ -296,17 +272,18 @@ func runFailoverBench(b failoverBench) (*failoverResult, error) {
 	return res, nil
 }
 
-// profileRecovery starts this process's CPU profile, which the returned
-// function ends (once everyone is back; calls after the first do
-// nothing), and fetches each surviving master's, for b.profileSeconds,
-// into files named by b.cpuProfile.
-func profileRecovery(ctx context.Context, b failoverBench, masters []*benchMaster, wg *sync.WaitGroup) (stop func()) {
+// profileRun starts this process's CPU profile, which the returned
+// function ends (calls after the first do nothing), and fetches each
+// running master's for seconds (from /debug/pprof/profile: the masters run
+// with --profiling), into files named PREFIX.bench.pprof and
+// PREFIX.<port>.pprof.
+func profileRun(ctx context.Context, prefix string, seconds int, masters []*benchMaster, logf func(string, ...any), wg *sync.WaitGroup) (stop func()) {
 	stop = func() {}
-	if f, err := os.Create(b.cpuProfile + ".bench.pprof"); err != nil {
-		b.logf("cpu profile: %v", err)
+	if f, err := os.Create(prefix + ".bench.pprof"); err != nil {
+		logf("cpu profile: %v", err)
 	} else if err := pprof.StartCPUProfile(f); err != nil {
 		f.Close()
-		b.logf("cpu profile: %v", err)
+		logf("cpu profile: %v", err)
 	} else {
 		stop = sync.OnceFunc(func() {
 			pprof.StopCPUProfile()
@@ -323,9 +300,9 @@ func profileRecovery(ctx context.Context, b failoverBench, masters []*benchMaste
 		go func() {
 			defer wg.Done()
 			_, port, _ := net.SplitHostPort(m.addr)
-			url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", m.addr, b.profileSeconds)
-			if err := download(ctx, url, b.cpuProfile+"."+port+".pprof"); err != nil {
-				b.logf("cpu profile of %s: %v", m.addr, err)
+			url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", m.addr, seconds)
+			if err := download(ctx, url, prefix+"."+port+".pprof"); err != nil {
+				logf("cpu profile of %s: %v", m.addr, err)
 			}
 		}()
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -132,16 +131,11 @@ func benchLaunch(args []string, stdout, stderr io.Writer) int {
 	res.BenchCPUMsPerTask = perTask(cpuTime(syscall.RUSAGE_SELF) - self0)
 	res.TasksCPUMsPerTask = perTask(cpuTime(syscall.RUSAGE_CHILDREN) - children0)
 	res.CPUMsPerTask = res.BenchCPUMsPerTask + res.TasksCPUMsPerTask
-	if *asJSON {
-		if err := json.NewEncoder(stdout).Encode(res); err != nil {
-			return 1
-		}
-		return 0
-	}
-	fmt.Fprintf(stdout, "%d tasks (%d finished, %d failed) in %.2fs: %.1f tasks/s; ACCEPT→RUNNING p50 %.1f ms, p99 %.1f ms; CPU per task %.1f ms (this process %.1f, executors and tasks %.1f); isolation %s; nproc %d, load %s\n",
-		res.Tasks, res.Finished, res.Failed, res.ElapsedS, res.PerSec, res.P50Ms, res.P99Ms,
-		res.CPUMsPerTask, res.BenchCPUMsPerTask, res.TasksCPUMsPerTask, res.Isolation, res.Nproc, res.Load1)
-	return 0
+	return report("launch", res, nil, *asJSON, stdout, stderr, func() string {
+		return fmt.Sprintf("%d tasks (%d finished, %d failed) in %.2fs: %.1f tasks/s; ACCEPT→RUNNING p50 %.1f ms, p99 %.1f ms; CPU per task %.1f ms (this process %.1f, executors and tasks %.1f); isolation %s; nproc %d, load %s",
+			res.Tasks, res.Finished, res.Failed, res.ElapsedS, res.PerSec, res.P50Ms, res.P99Ms,
+			res.CPUMsPerTask, res.BenchCPUMsPerTask, res.TasksCPUMsPerTask, res.Isolation, res.Nproc, res.Load1)
+	})
 }
 
 // autoIsolation is cgroups cpu and memory isolation when this process may

@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 )
 
@@ -13,13 +15,7 @@ import (
 // agent runs it as each task's command executor), a real master, agent and
 // framework.
 func TestBenchLaunchSmall(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the mezzo binary")
-	}
-	bin := filepath.Join(t.TempDir(), "mezzo")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := testBinary(t)
 	var stdout, stderr bytes.Buffer
 	cmd := exec.Command(bin, "bench", "launch", "--tasks=8", "--max_in_flight=4", "--isolation=posix/cpu,posix/mem", "--json")
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -35,6 +31,68 @@ func TestBenchLaunchSmall(t *testing.T) {
 		res.Isolation != "posix/cpu,posix/mem" || res.Nproc <= 0 ||
 		res.BenchCPUMsPerTask <= 0 || res.TasksCPUMsPerTask <= 0 || res.CPUMsPerTask != res.BenchCPUMsPerTask+res.TasksCPUMsPerTask {
 		t.Errorf("result %+v", res)
+	}
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+	binDir  string
+)
+
+// testBinary builds this mezzo binary once per test process (for tests
+// that run it, as its subcommands start more of it), or skips under -short.
+func testBinary(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs the mezzo binary")
+	}
+	binOnce.Do(func() {
+		binDir, binErr = os.MkdirTemp("", "mezzo-cmd-test-")
+		if binErr != nil {
+			return
+		}
+		binPath = filepath.Join(binDir, "mezzo")
+		if out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput(); err != nil {
+			binErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binPath
+}
+
+// `mezzo bench cluster` end to end, small: a real master process, emulated
+// agents and frameworks, the probe.
+func TestBenchClusterSmall(t *testing.T) {
+	bin := testBinary(t)
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(bin, "bench", "cluster", "--agents=50", "--frameworks=3", "--tasks=40",
+		"--allocation_interval=100ms", "--probe_interval=20ms", "--probes=5", "--json")
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("bench cluster: %v\n%s", err, stderr.String())
+	}
+	var res clusterResult
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+		t.Fatalf("output %q: %v", stdout.String(), err)
+	}
+	if res.LaunchResult == nil || res.Tasks != 120 || res.TasksPerS <= 0 || res.RunningPerS <= 0 || res.RunningPerS > res.TasksPerS ||
+		res.Accepts <= 0 || res.MasterCPUMSPerTask <= 0 || res.CallErrors != 0 {
+		t.Errorf("result %s", stdout.String())
+	}
+	if res.ProbeSamples < 5 || res.ProbeP99MS < res.ProbeP50MS || res.ProbeP50MS <= 0 || res.ProbeAcceptP50MS > res.ProbeP50MS {
+		t.Errorf("probe quantiles: %s", stdout.String())
 	}
 }
 

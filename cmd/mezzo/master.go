@@ -27,7 +27,7 @@ import (
 type masterFlags struct {
 	ip, hostname, workDir, allocator, weights, minAllocatable, logLevel string
 	logFormat                                                           string
-	port, maxAgentPingTimeouts                                          int
+	port, maxAgentPingTimeouts, offerConstraintsMaxProgram              int
 	// logging is the logger's level control, for SET_LOGGING_LEVEL.
 	logging                                            *loglevel.Control
 	revocation, profiling                              bool
@@ -39,7 +39,8 @@ type masterFlags struct {
 	registryStrict                                                       bool
 	agentReregisterTimeout, registryStoreTimeout, raftTimeout, raftLease *time.Duration
 	allocatorRecoveryTimeout, allocatorRecoveryHold                      *time.Duration
-	allocatorAgentRecoveryFactor                                         float64
+	allocatorAgentRecoveryFactor, longTaskFraction                       float64
+	shortTaskDuration                                                    *time.Duration
 
 	// Security (security.go, docs/security.md).
 	auth                                        *authFlags
@@ -61,11 +62,17 @@ func addMasterFlags(fs *flag.FlagSet) *masterFlags {
 		"an agent's free resources are offered only if they hold one of these quantities")
 	fs.StringVar(&f.logLevel, "logging_level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log_format", "text", "mezzo only: the log's format, "+logFormats+" (one JSON object per line); Raft's lines included")
+	fs.Float64Var(&f.longTaskFraction, "long_task_fraction", 0,
+		"mezzo only (paper §3.3.2): the fraction of each agent's resources long tasks may use; offers carry their long part as mezzo_long_task_<resource> attributes and long tasks beyond it get TASK_ERROR (0: no bound, the default)")
+	f.shortTaskDuration = durationFlag(fs, "short_task_duration", master.DefaultShortTaskDuration,
+		"mezzo only: with --long_task_fraction, how long a task labelled mezzo.task_length=short without max_completion_time may run before it counts as long (and is revoked first)")
 	fs.BoolVar(&f.revocation, "revocation", false,
 		"kill tasks of over-share frameworks when a framework below its quota guarantee needs resources (paper §3.3.3)")
 	fs.BoolVar(&f.profiling, "profiling", false,
 		"mezzo only: serve Go's runtime profiles (CPU, heap, goroutines) under /debug/pprof/ on the HTTP port, for `go tool pprof`")
 	fs.IntVar(&f.maxAgentPingTimeouts, "max_agent_ping_timeouts", 5, "missed pings before an agent is unreachable")
+	fs.IntVar(&f.offerConstraintsMaxProgram, "offer_constraints_re2_max_program_size", allocator.DefaultRegexMaxProgramSize,
+		"largest program a regex in a framework's offer constraints may compile to (counted in Go regexp instructions); larger ones fail SUBSCRIBE and UPDATE_FRAMEWORK")
 	f.allocationInterval = durationFlag(fs, "allocation_interval", time.Second, "time between allocation runs")
 	f.offerTimeout = durationFlag(fs, "offer_timeout", 0, "rescind offers not used within this time (0: never)")
 	f.agentPingTimeout = durationFlag(fs, "agent_ping_timeout", 15*time.Second, "time an agent has to answer a ping")
@@ -216,20 +223,23 @@ func startMaster(ctx context.Context, f *masterFlags, fs *flag.FlagSet, ln net.L
 		recoveryHold = -1 // no pause (the Config's zero is the default)
 	}
 	cfg := master.Config{
-		Hostname:             hostnameOr(f.hostname),
-		IP:                   f.ip,
-		Port:                 port,
-		Version:              version.Version,
-		AllocatorName:        f.allocator,
-		MinAllocatable:       minAlloc,
-		Weights:              weights,
-		Revocation:           f.revocation,
-		AllocationInterval:   *f.allocationInterval,
-		OfferTimeout:         *f.offerTimeout,
-		AgentPingTimeout:     *f.agentPingTimeout,
-		MaxAgentPingTimeouts: f.maxAgentPingTimeouts,
-		Flags:                flags,
-		Logger:               log,
+		Hostname:                       hostnameOr(f.hostname),
+		IP:                             f.ip,
+		Port:                           port,
+		Version:                        version.Version,
+		AllocatorName:                  f.allocator,
+		MinAllocatable:                 minAlloc,
+		Weights:                        weights,
+		Revocation:                     f.revocation,
+		OfferConstraintsMaxProgramSize: f.offerConstraintsMaxProgram,
+		LongTaskFraction:               f.longTaskFraction,
+		ShortTaskDuration:              *f.shortTaskDuration,
+		AllocationInterval:             *f.allocationInterval,
+		OfferTimeout:                   *f.offerTimeout,
+		AgentPingTimeout:               *f.agentPingTimeout,
+		MaxAgentPingTimeouts:           f.maxAgentPingTimeouts,
+		Flags:                          flags,
+		Logger:                         log,
 
 		AgentReregisterTimeout:       *f.agentReregisterTimeout,
 		AllocatorRecoveryTimeout:     *f.allocatorRecoveryTimeout,

@@ -101,6 +101,12 @@ var rules = []rule{
 		func(_, dep string) bool { return isAPI(dep) }},
 	{"internal/tlsconfig imports nothing of mezzo", under(module + "/internal/tlsconfig"),
 		func(_, dep string) bool { return false }},
+	// A test helper: golden transcripts of any package.
+	{"internal/transcript imports nothing of mezzo", under(module + "/internal/transcript"),
+		func(_, dep string) bool { return false }},
+	// The long-task policy is pure bookkeeping the master drives.
+	{"master/allocator/longtask imports only api and resources", under(module + "/master/allocator/longtask"),
+		func(_, dep string) bool { return isAPI(dep) || isResources(dep) }},
 }
 
 // forbid bans some imports, in the module or not (rules only see the

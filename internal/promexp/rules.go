@@ -59,6 +59,7 @@ var rules = compile([]rule{
 	{pattern: "master/frameworks_{state:active|inactive|connected|disconnected}", name: "mezzo_master_frameworks_{state}", typ: gauge, help: "Registered frameworks by state (active/inactive and connected/disconnected each partition them)."},
 	{pattern: "master/outstanding_offers", name: "mezzo_master_outstanding_offers", typ: gauge, help: "Offers sent and not yet accepted, declined or rescinded."},
 	{pattern: "master/tasks_{state:staging|starting|running|killing|unreachable}", name: "mezzo_master_tasks", typ: gauge, help: "Tasks in a non-terminal state."},
+	{pattern: "master/tasks_short_overrun", name: "mezzo_master_tasks_short_overrun_total", typ: counter, help: "Short tasks that outlived their declaration (--long_task_fraction)."},
 	{pattern: "master/tasks_{state:" + terminal + "}", name: "mezzo_master_tasks_terminal_total", typ: counter, help: "Task transitions to a terminal state."},
 	{pattern: "master/task_{state}/source_{source}/reason_{reason}", name: "mezzo_master_task_terminal_reasons_total", typ: counter, help: "Terminal task transitions by state, source and reason."},
 	{pattern: "master/{resource:cpus|gpus|mem|disk}_revocable_total", name: "mezzo_master_resource_capacity", typ: gauge, conv: resource, consts: []string{"revocable", "true"}, help: "Resources of the registered agents, in base units."},

@@ -115,17 +115,7 @@ func (c *core) allocatable(a *agent, r string, buf qv) (res resources.Resources,
 
 // minAllocatable reports whether q holds at least one of the minimum
 // allocatable quantity sets (--min_allocatable_resources).
-func (c *core) minAllocatableOK(q qv) bool {
-	if len(c.minAllocatable) == 0 {
-		return q.positive()
-	}
-	for _, m := range c.minAllocatable {
-		if m.leq(q) {
-			return true
-		}
-	}
-	return false
-}
+func (c *core) minAllocatableOK(q qv) bool { return minQuantitiesOK(c.minAllocatable, q) }
 
 // eligible reports whether framework f may be offered anything for role
 // rn on agent a (ignoring filters, which depend on the quantities).
@@ -306,12 +296,13 @@ func (rn *run) fairStage(agents []*agent) {
 					res, q, uq, whole = c.chop(res, q, uq, cp, whole)
 				}
 			}
-			if !c.minAllocatableOK(q) {
+			minOK := c.minAllocatableOK(q)
+			if c.skipBelowMin(minOK) {
 				continue
 			}
 			it := rn.frameworks(r.fws)
 			for n := it.next(); n != nil; n = it.next() {
-				if !offerable(n, a) || filtered(n, a, q, rn.now) {
+				if !offerable(n, a) || !admits(n, a, q, minOK) || filtered(n, a, q, rn.now) {
 					continue
 				}
 				if !whole && !exhausts(a, q) {

@@ -38,13 +38,15 @@ type Allocator interface {
 
 	// AddFramework registers a framework. used maps agent ID to what the
 	// framework already runs there (after a failover), counted toward its share.
-	AddFramework(id string, info *mesos.FrameworkInfo, used map[string]resources.Resources, active bool, suppressedRoles []string)
+	// info.offer_filters and opts.OfferConstraints decide, per role, which
+	// agents and how much it may be offered.
+	AddFramework(id string, info *mesos.FrameworkInfo, used map[string]resources.Resources, active bool, opts FrameworkOptions)
 	RemoveFramework(id string)
 	ActivateFramework(id string)
 	DeactivateFramework(id string)
-	// UpdateFramework replaces the framework's info (roles, capabilities)
-	// and its set of suppressed roles.
-	UpdateFramework(id string, info *mesos.FrameworkInfo, suppressedRoles []string)
+	// UpdateFramework replaces the framework's info (roles, capabilities,
+	// offer filters) and its options (suppressed roles, offer constraints).
+	UpdateFramework(id string, info *mesos.FrameworkInfo, opts FrameworkOptions)
 
 	// AddAgent registers an agent with its total (non-revocable) resources.
 	// used maps framework ID to what that framework runs there.
@@ -140,6 +142,16 @@ type Request struct {
 	Role      string
 	AgentID   string
 	Resources resources.Resources
+}
+
+// FrameworkOptions are what a framework's SUBSCRIBE or UPDATE_FRAMEWORK
+// says besides its FrameworkInfo (Mesos's allocator::FrameworkOptions).
+type FrameworkOptions struct {
+	// SuppressedRoles get no offers until revived.
+	SuppressedRoles []string
+	// OfferConstraints keep agents from being offered to the framework's
+	// roles (nil: none); built and validated by NewOfferConstraints.
+	OfferConstraints *OfferConstraints
 }
 
 // Quota is a role's guarantee (resources it is offered before fair

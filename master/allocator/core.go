@@ -71,6 +71,10 @@ type core struct {
 	recBufs  [2][]recovered // recoverResources' buffers
 
 	revokingQ qv // sum of all agents' pending revocations
+	// ownMin counts framework nodes with their own minimum allocatable
+	// quantities: while zero, an agent below the cluster's minimum is
+	// skipped without looking at frameworks.
+	ownMin int
 	// Offers to rescind because their resources left an agent's total
 	// (fitAllocations), asked in the next run's result.
 	pendingRescinds []request
@@ -169,6 +173,11 @@ type framework struct {
 	suppressed map[string]bool
 	revocable  bool
 	gpu        bool
+	// constraints are its offer constraints (nil: none); minAlloc its
+	// FrameworkInfo.offer_filters' minimum allocatable quantities by role
+	// (a role present replaces --min_allocatable_resources for it).
+	constraints *OfferConstraints
+	minAlloc    map[string][]qv
 
 	nodes    map[string]*drfNode // this framework in each role's sorter
 	revNodes map[string]*drfNode // and in each role's revocable sorter
@@ -348,6 +357,7 @@ func (c *core) fwNode(f *framework, r *role) *drfNode {
 	r.fws.insertKid(n)
 	f.nodes[r.name] = n
 	setOfferable(f, n, r.name, &r.live)
+	c.setNodeOptions(n, f.optionsFor(r.name))
 	return n
 }
 
@@ -359,6 +369,7 @@ func (c *core) fwRevNode(f *framework, r *role) *drfNode {
 	r.revFws.insertKid(n)
 	f.revNodes[r.name] = n
 	setOfferable(f, n, r.name, &r.revLive)
+	c.setNodeOptions(n, f.optionsFor(r.name))
 	return n
 }
 
@@ -380,6 +391,7 @@ func (c *core) maybeDropFwNode(f *framework, r *role) {
 			r.live--
 		}
 		clearNodeFilters(n)
+		c.setNodeOptions(n, nil)
 		r.fws.removeKid(n)
 		delete(f.nodes, r.name)
 	}
@@ -388,6 +400,7 @@ func (c *core) maybeDropFwNode(f *framework, r *role) {
 			r.revLive--
 		}
 		clearNodeFilters(n)
+		c.setNodeOptions(n, nil)
 		r.revFws.removeKid(n)
 		delete(f.revNodes, r.name)
 	}

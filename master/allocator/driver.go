@@ -286,9 +286,9 @@ func copyStrings(s []string) []string { return append([]string(nil), s...) }
 // The Allocator methods: each enqueues and returns.
 
 // AddFramework implements Allocator (enqueues).
-func (d *driver) AddFramework(id string, info *mesos.FrameworkInfo, used map[string]resources.Resources, active bool, suppressed []string) {
-	used, suppressed = copyUsed(used), copyStrings(suppressed)
-	d.enqueue(func(c *core, _ time.Time) bool { return c.addFramework(id, info, used, active, suppressed) })
+func (d *driver) AddFramework(id string, info *mesos.FrameworkInfo, used map[string]resources.Resources, active bool, opts FrameworkOptions) {
+	used, opts.SuppressedRoles = copyUsed(used), copyStrings(opts.SuppressedRoles)
+	d.enqueue(func(c *core, _ time.Time) bool { return c.addFramework(id, info, used, active, opts) })
 }
 
 // RemoveFramework implements Allocator (enqueues).
@@ -307,9 +307,9 @@ func (d *driver) DeactivateFramework(id string) {
 }
 
 // UpdateFramework implements Allocator (enqueues).
-func (d *driver) UpdateFramework(id string, info *mesos.FrameworkInfo, suppressed []string) {
-	suppressed = copyStrings(suppressed)
-	d.enqueue(func(c *core, _ time.Time) bool { return c.updateFramework(id, info, suppressed) })
+func (d *driver) UpdateFramework(id string, info *mesos.FrameworkInfo, opts FrameworkOptions) {
+	opts.SuppressedRoles = copyStrings(opts.SuppressedRoles)
+	d.enqueue(func(c *core, _ time.Time) bool { return c.updateFramework(id, info, opts) })
 }
 
 // AddAgent implements Allocator (enqueues).

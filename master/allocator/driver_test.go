@@ -71,7 +71,7 @@ func TestDriverOffersDeclineAndInterval(t *testing.T) {
 	a, fake, ch := startDriver(t, Default)
 	total := resources.MustParse("cpus:4;mem:1024")
 	a.AddAgent("a1", &mesos.AgentInfo{Hostname: proto.String("h")}, total, nil)
-	a.AddFramework("f1", &mesos.FrameworkInfo{Role: proto.String("web")}, nil, true, nil)
+	a.AddFramework("f1", &mesos.FrameworkInfo{Role: proto.String("web")}, nil, true, FrameworkOptions{})
 	e := waitOffer(t, ch)
 	if e.fw != "f1" || !e.offers["web"]["a1"].Equal(total) {
 		t.Fatalf("offer = %v %v", e.fw, e.offers)
@@ -102,7 +102,7 @@ func TestDriverStopEndsCallbacks(t *testing.T) {
 	a, fake, ch := startDriver(t, Default)
 	a.Stop()
 	a.AddAgent("a1", nil, resources.MustParse("cpus:1;mem:64"), nil)
-	a.AddFramework("f1", &mesos.FrameworkInfo{}, nil, true, nil)
+	a.AddFramework("f1", &mesos.FrameworkInfo{}, nil, true, FrameworkOptions{})
 	fake.Advance(10 * time.Second)
 	select {
 	case e := <-ch:
@@ -150,7 +150,7 @@ func TestDriverPause(t *testing.T) {
 	a.Pause()
 	total := resources.MustParse("cpus:4;mem:1024")
 	a.AddAgent("a1", &mesos.AgentInfo{Hostname: proto.String("h")}, total, nil)
-	a.AddFramework("f1", &mesos.FrameworkInfo{Role: proto.String("web")}, nil, true, nil)
+	a.AddFramework("f1", &mesos.FrameworkInfo{Role: proto.String("web")}, nil, true, FrameworkOptions{})
 	a.Allocate()
 	fake.Advance(time.Second)
 	noOffer(t, a, ch)
@@ -171,7 +171,7 @@ func TestDriverUpdateAllocation(t *testing.T) {
 	a, _, ch := startDriver(t, Default)
 	total := resources.MustParse("cpus:4;mem:1024")
 	a.AddAgent("a1", &mesos.AgentInfo{Hostname: proto.String("h")}, total, nil)
-	a.AddFramework("f1", &mesos.FrameworkInfo{Role: proto.String("db")}, nil, true, nil)
+	a.AddFramework("f1", &mesos.FrameworkInfo{Role: proto.String("db")}, nil, true, FrameworkOptions{})
 	waitOffer(t, ch)
 	from := resources.MustParse("cpus:2;mem:512")
 	to, err := from.PushReservation(dynamic("db"))

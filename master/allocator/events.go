@@ -27,11 +27,11 @@ func (c *core) frameworkFor(id string) *framework {
 	return f
 }
 
-func (c *core) addFramework(id string, info *mesos.FrameworkInfo, used map[string]resources.Resources, active bool, suppressed []string) bool {
+func (c *core) addFramework(id string, info *mesos.FrameworkInfo, used map[string]resources.Resources, active bool, opts FrameworkOptions) bool {
 	f := c.frameworkFor(id)
 	f.known = true
 	f.active = active
-	c.setFrameworkInfo(f, info, suppressed)
+	c.setFrameworkInfo(f, info, opts)
 	for aid, res := range used {
 		a := c.agents[aid]
 		if a == nil || a.alloc.has(id) || a.revAlloc.has(id) {
@@ -44,10 +44,12 @@ func (c *core) addFramework(id string, info *mesos.FrameworkInfo, used map[strin
 	return active
 }
 
-// setFrameworkInfo applies a (new) FrameworkInfo: roles, capabilities and
-// suppressed roles.
-func (c *core) setFrameworkInfo(f *framework, info *mesos.FrameworkInfo, suppressed []string) {
+// setFrameworkInfo applies a (new) FrameworkInfo and options: roles,
+// capabilities, offer filters, suppressed roles and offer constraints.
+func (c *core) setFrameworkInfo(f *framework, info *mesos.FrameworkInfo, opts FrameworkOptions) {
 	f.info = info
+	f.constraints = opts.OfferConstraints
+	f.minAlloc = c.frameworkMinAllocatable(info)
 	f.revocable = hasCapability(info, mesos.FrameworkInfo_Capability_REVOCABLE_RESOURCES)
 	f.gpu = hasCapability(info, mesos.FrameworkInfo_Capability_GPU_RESOURCES)
 	old := f.roleSet
@@ -77,10 +79,16 @@ func (c *core) setFrameworkInfo(f *framework, info *mesos.FrameworkInfo, suppres
 		}
 	}
 	f.suppressed = map[string]bool{}
-	for _, rn := range suppressed {
+	for _, rn := range opts.SuppressedRoles {
 		f.suppressed[rn] = true
 	}
 	refreshOfferable(f)
+	for rn, n := range f.nodes {
+		c.setNodeOptions(n, f.optionsFor(rn))
+	}
+	for rn, n := range f.revNodes {
+		c.setNodeOptions(n, f.optionsFor(rn))
+	}
 }
 
 // clearFilters drops f's filters for role rn (all roles if rn is "").
@@ -215,12 +223,12 @@ func (c *core) deactivateFramework(id string) bool {
 	return false
 }
 
-func (c *core) updateFramework(id string, info *mesos.FrameworkInfo, suppressed []string) bool {
+func (c *core) updateFramework(id string, info *mesos.FrameworkInfo, opts FrameworkOptions) bool {
 	f := c.frameworks[id]
 	if f == nil || !f.known {
 		return false
 	}
-	c.setFrameworkInfo(f, info, suppressed)
+	c.setFrameworkInfo(f, info, opts)
 	return true
 }
 

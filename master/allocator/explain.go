@@ -25,6 +25,9 @@ const (
 	ReasonBelowMinAllocatable Reason = "BELOW_MIN_ALLOCATABLE"
 	ReasonGPUAgentsOnly       Reason = "GPU_AGENTS_ONLY"
 	ReasonFiltered            Reason = "FILTERED"
+	// ReasonOfferConstraints: the framework's offer constraints exclude
+	// the agents that have something free.
+	ReasonOfferConstraints Reason = "EXCLUDED_BY_OFFER_CONSTRAINTS"
 	// ReasonNoAgentFits: the framework declined offers holding the whole
 	// of every agent it may use, so what it waits for fits none of them;
 	// only a larger agent (or a smaller demand) changes that.
@@ -41,6 +44,7 @@ type AgentCounts struct {
 	BelowMinAllocatable int `json:"below_min_allocatable"`
 	GPUAgent            int `json:"gpu_agent"`
 	Filtered            int `json:"filtered"`
+	OfferConstraints    int `json:"offer_constraints"`
 }
 
 // RoleExplanation is the answer for one of the framework's roles.
@@ -106,11 +110,16 @@ func (c *core) explain(fid string, now time.Time) Explanation {
 func (c *core) explainRole(f *framework, rn string, qr *quotaRun, now time.Time, re *RoleExplanation) {
 	cnt := &re.Agents
 	active := 0
+	n := f.nodes[rn]
 	for _, a := range c.agentList {
 		if !a.active {
 			continue
 		}
 		active++
+		if n != nil && n.opts != nil && n.opts.groups != nil && !groupsAdmit(n.opts.groups, a.info) {
+			cnt.OfferConstraints++
+			continue
+		}
 		res, q, uq, whole := c.allocatable(a, rn, nil)
 		if !q.positive() {
 			cnt.NothingFree++
@@ -125,7 +134,11 @@ func (c *core) explainRole(f *framework, rn string, qr *quotaRun, now time.Time,
 				}
 			}
 		}
-		if !c.minAllocatableOK(q) {
+		minOK := c.minAllocatableOK(q)
+		if n != nil {
+			minOK = admits(n, a, q, minOK)
+		}
+		if !minOK {
 			cnt.BelowMinAllocatable++
 			continue
 		}
@@ -133,7 +146,7 @@ func (c *core) explainRole(f *framework, rn string, qr *quotaRun, now time.Time,
 			cnt.GPUAgent++
 			continue
 		}
-		if n := f.nodes[rn]; n != nil && filtered(n, a, q, now) {
+		if n != nil && filtered(n, a, q, now) {
 			cnt.Filtered++
 			continue
 		}
@@ -147,8 +160,9 @@ func (c *core) explainRole(f *framework, rn string, qr *quotaRun, now time.Time,
 	cands := []cand{
 		{ReasonFiltered, cnt.Filtered, "the framework declined these resources with a filter (refuse_seconds) that has not expired; REVIVE clears it"},
 		{ReasonOverQuotaLimit, cnt.OverQuotaLimit, "the role has reached its quota limit"},
-		{ReasonBelowMinAllocatable, cnt.BelowMinAllocatable, "what is free is less than the minimum allocatable resources"},
+		{ReasonBelowMinAllocatable, cnt.BelowMinAllocatable, "what is free is less than the minimum allocatable resources (--min_allocatable_resources, or the framework's offer_filters)"},
 		{ReasonGPUAgentsOnly, cnt.GPUAgent, "only agents with GPUs have free resources and the framework lacks the GPU_RESOURCES capability"},
+		{ReasonOfferConstraints, cnt.OfferConstraints, "the framework's offer constraints exclude these agents (SUBSCRIBE or UPDATE_FRAMEWORK offer_constraints)"},
 	}
 	switch {
 	case active == 0:

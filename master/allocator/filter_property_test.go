@@ -197,7 +197,7 @@ func (fm *filterMachine) addFramework(t *rapid.T) {
 	if rev {
 		info.Capabilities = append(info.Capabilities, &mesos.FrameworkInfo_Capability{Type: mesos.FrameworkInfo_Capability_REVOCABLE_RESOURCES.Enum()})
 	}
-	fm.s.AddFramework(id, info, nil, true, nil)
+	fm.s.AddFramework(id, info, nil, true, FrameworkOptions{})
 	fm.fws[id] = &fmFramework{roles: roles, multi: len(roles) > 1, revocable: rev, active: true, suppressed: map[string]bool{}}
 }
 
@@ -276,7 +276,7 @@ func (fm *filterMachine) updateRoles(t *rapid.T) {
 			delete(fm.outstanding, k)
 		}
 	}
-	fm.s.UpdateFramework(id, info, suppressed)
+	fm.s.UpdateFramework(id, info, FrameworkOptions{SuppressedRoles: suppressed})
 	var left []string
 	for _, r := range f.roles {
 		if !contains(roles, r) {

@@ -3,8 +3,6 @@ package allocator
 import (
 	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -14,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"mezzo/api/mesos"
+	"mezzo/internal/transcript"
 	"mezzo/resources"
 )
 
@@ -29,7 +28,7 @@ var update = flag.Bool("update", false, "rewrite golden transcripts in testdata"
 //	option interval=1s min=cpus:0.01|mem:32 order=drf|priority|lottery revoke idle-reservations
 //	weights ROLE=W ...
 //	quota ROLE [guarantee=RES] [limit=RES]
-//	add-agent ID RES [used=FW:RES]...
+//	add-agent ID RES [used=FW:RES]... [attr=NAME:VALUE]... [region=R zone=Z]
 //	remove-agent|activate-agent|deactivate-agent ID
 //	update-agent ID RES
 //	oversubscribed ID RES            (RES made revocable)
@@ -46,7 +45,8 @@ var update = flag.Bool("update", false, "rewrite golden transcripts in testdata"
 //	explain FW
 //	state                             (offered or allocated per agent and framework)
 //
-// the maintenance commands of golden_maint_test.go (unavailability,
+// the offer filter and constraint commands of golden_offerfilters_test.go
+// (offer-filters, constraints), the maintenance commands of golden_maint_test.go (unavailability,
 // inverse-answer, inverse-rescind), and the offer operations of golden_ops_test.go (reserve, unreserve,
 // create, destroy, update-allocation, operator-reserve, operator-unreserve,
 // consumption).
@@ -263,7 +263,22 @@ func (h *harness) exec(line string) error {
 			return err
 		}
 		used := map[string]resources.Resources{}
+		attrs := map[string]string{}
+		var region, zone string
 		for _, a := range args[2:] {
+			if v, ok := strings.CutPrefix(a, "attr="); ok {
+				k, x, _ := strings.Cut(v, ":")
+				attrs[k] = x
+				continue
+			}
+			if v, ok := strings.CutPrefix(a, "region="); ok {
+				region = v
+				continue
+			}
+			if v, ok := strings.CutPrefix(a, "zone="); ok {
+				zone = v
+				continue
+			}
 			v, ok := strings.CutPrefix(a, "used=")
 			if !ok {
 				return fmt.Errorf("add-agent: unexpected %q", a)
@@ -275,7 +290,7 @@ func (h *harness) exec(line string) error {
 			}
 			used[fw] = r
 		}
-		h.c.addAgent(args[0], &mesos.AgentInfo{Hostname: proto.String(args[0])}, total, used)
+		h.c.addAgent(args[0], agentInfo(args[0], attrs, region, zone), total, used)
 	case "remove-agent":
 		h.c.removeAgent(args[0])
 		for _, byAgent := range h.outstanding {
@@ -300,10 +315,10 @@ func (h *harness) exec(line string) error {
 	case "add-framework":
 		a := kv(args[1:])
 		_, inactive := a["inactive"]
-		h.c.addFramework(args[0], frameworkInfo(a), nil, !inactive, list(a["suppressed"]))
+		h.c.addFramework(args[0], frameworkInfo(a), nil, !inactive, FrameworkOptions{SuppressedRoles: list(a["suppressed"])})
 	case "update-framework":
 		a := kv(args[1:])
-		h.c.updateFramework(args[0], frameworkInfo(a), list(a["suppressed"]))
+		h.c.updateFramework(args[0], frameworkInfo(a), FrameworkOptions{SuppressedRoles: list(a["suppressed"])})
 	case "remove-framework":
 		h.c.removeFramework(args[0])
 		delete(h.outstanding, args[0])
@@ -405,8 +420,12 @@ func (h *harness) exec(line string) error {
 	case "explain":
 		ex := h.c.explain(args[0], h.now)
 		for _, r := range ex.Roles {
-			h.say("%s %s: eligible=%d filtered=%d nothing_free=%d below_min=%d over_limit=%d gpu=%d", r.Role, r.Reason,
+			line := fmt.Sprintf("%s %s: eligible=%d filtered=%d nothing_free=%d below_min=%d over_limit=%d gpu=%d", r.Role, r.Reason,
 				r.Agents.Eligible, r.Agents.Filtered, r.Agents.NothingFree, r.Agents.BelowMinAllocatable, r.Agents.OverQuotaLimit, r.Agents.GPUAgent)
+			if r.Agents.OfferConstraints > 0 {
+				line += fmt.Sprintf(" constraints=%d", r.Agents.OfferConstraints)
+			}
+			h.say("%s", line)
 		}
 	case "state":
 		for _, a := range h.c.agentList {
@@ -426,6 +445,9 @@ func (h *harness) exec(line string) error {
 			return err
 		}
 		if ok, err := h.execOperation(cmd, args); ok {
+			return err
+		}
+		if ok, err := h.execOfferFilters(cmd, args); ok {
 			return err
 		}
 		return fmt.Errorf("unknown command %q", cmd)
@@ -473,61 +495,12 @@ func (h *harness) report(res runResult) {
 }
 
 func TestGolden(t *testing.T) {
-	files, err := filepath.Glob("testdata/*.txt")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no transcripts: %v", err)
-	}
-	for _, file := range files {
-		t.Run(filepath.Base(file), func(t *testing.T) {
-			data, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			h := newHarness(t)
-			var got []string
-			for i, line := range strings.Split(strings.TrimRight(string(data), "\n"), "\n") {
-				if strings.HasPrefix(line, "> ") || line == ">" {
-					continue
-				}
-				got = append(got, line)
-				trimmed := strings.TrimSpace(line)
-				if trimmed == "" || strings.HasPrefix(trimmed, "#") {
-					continue
-				}
-				h.out = nil
-				if err := h.exec(trimmed); err != nil {
-					t.Fatalf("%s:%d: %v", file, i+1, err)
-				}
-				got = append(got, h.out...)
-			}
-			text := strings.Join(got, "\n") + "\n"
-			if *update {
-				if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			if text != string(data) {
-				t.Errorf("%s differs (rerun with -update to accept):\n%s", file, diff(string(data), text))
-			}
-		})
-	}
-}
-
-// diff shows the first differing lines.
-func diff(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	for i := 0; i < len(w) || i < len(g); i++ {
-		var a, b string
-		if i < len(w) {
-			a = w[i]
+	transcript.Run(t, "testdata/*.txt", *update, func(t *testing.T) transcript.Exec {
+		h := newHarness(t)
+		return func(line string) ([]string, error) {
+			h.out = nil
+			err := h.exec(line)
+			return h.out, err
 		}
-		if i < len(g) {
-			b = g[i]
-		}
-		if a != b {
-			return fmt.Sprintf("line %d:\n  want %q\n  got  %q", i+1, a, b)
-		}
-	}
-	return ""
+	})
 }

@@ -30,8 +30,8 @@ func TestOfferFilterBookkeeping(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		c.addAgent(fmt.Sprintf("a%d", i), nil, resources.MustParse("cpus:1;mem:64"), nil)
 	}
-	c.addFramework("f1", &mesos.FrameworkInfo{Role: proto.String("r")}, nil, true, nil)
-	c.addFramework("f2", &mesos.FrameworkInfo{Role: proto.String("r")}, nil, true, nil)
+	c.addFramework("f1", &mesos.FrameworkInfo{Role: proto.String("r")}, nil, true, FrameworkOptions{})
+	c.addFramework("f2", &mesos.FrameworkInfo{Role: proto.String("r")}, nil, true, FrameworkOptions{})
 	decline := func(secs float64) {
 		t.Helper()
 		res := c.allocate(now)
@@ -82,7 +82,7 @@ func TestOfferFilterBookkeeping(t *testing.T) {
 func TestCandidatesBitmap(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		c := newCore(Options{Interval: time.Second})
-		c.addFramework("f", &mesos.FrameworkInfo{Role: proto.String("r")}, nil, true, nil)
+		c.addFramework("f", &mesos.FrameworkInfo{Role: proto.String("r")}, nil, true, FrameworkOptions{})
 		now := time.Now()
 		next := 0
 		live := map[string]bool{}
@@ -260,7 +260,7 @@ func TestFilterBitReuse(t *testing.T) {
 	c.addAgent("a1", nil, resources.MustParse("cpus:1;mem:64"), nil)
 	a := c.agents["a1"]
 	node := func(id string) *drfNode {
-		c.addFramework(id, &mesos.FrameworkInfo{Role: proto.String("r")}, nil, true, nil)
+		c.addFramework(id, &mesos.FrameworkInfo{Role: proto.String("r")}, nil, true, FrameworkOptions{})
 		return c.frameworks[id].nodes["r"]
 	}
 	q := c.names.vecOf(resources.MustParse("cpus:1;mem:64"))

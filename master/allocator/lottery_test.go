@@ -17,7 +17,7 @@ func TestLotteryProportionalToWeights(t *testing.T) {
 	c.order = orderLottery
 	c.addAgent("a1", nil, resources.MustParse("cpus:1;mem:64"), nil)
 	for _, r := range []string{"heavy", "light"} {
-		c.addFramework("f-"+r, &mesos.FrameworkInfo{Role: proto.String(r)}, nil, true, nil)
+		c.addFramework("f-"+r, &mesos.FrameworkInfo{Role: proto.String(r)}, nil, true, FrameworkOptions{})
 	}
 	wins := map[string]int{}
 	now := time.Now()
@@ -45,7 +45,7 @@ func TestMetricsKeys(t *testing.T) {
 	}
 	s.AddAgent("a1", nil, resources.MustParse("cpus:4;mem:1024"), nil)
 	s.UpdateQuota("q", Quota{Guarantees: map[string]float64{"cpus": 2}, Limits: map[string]float64{"cpus": 3}})
-	s.AddFramework("f", &mesos.FrameworkInfo{Role: proto.String("q")}, nil, true, nil)
+	s.AddFramework("f", &mesos.FrameworkInfo{Role: proto.String("q")}, nil, true, FrameworkOptions{})
 	s.Run(time.Now())
 	m := s.Metrics()
 	for k, want := range map[string]float64{

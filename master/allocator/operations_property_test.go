@@ -56,7 +56,7 @@ func TestPropertyUpdateAllocationConserves(t *testing.T) {
 		for i, role := range []string{"db", "db/web", "other"} {
 			id := fmt.Sprintf("f%d", i)
 			fws[id] = role
-			c.addFramework(id, &mesos.FrameworkInfo{Role: proto.String(role)}, nil, true, nil)
+			c.addFramework(id, &mesos.FrameworkInfo{Role: proto.String(role)}, nil, true, FrameworkOptions{})
 		}
 		if rapid.Bool().Draw(t, "quota") {
 			// The quota stage runs and allocates reserved and unreserved

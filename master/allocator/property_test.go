@@ -86,7 +86,7 @@ func TestPropertyNeverOverAllocates(t *testing.T) {
 				} else {
 					info.Role = proto.String(roles[0])
 				}
-				c.addFramework(id, info, nil, true, nil)
+				c.addFramework(id, info, nil, true, FrameworkOptions{})
 				m.fwActive[id], m.fwRoles[id], m.suppressed[id] = true, roles, map[string]bool{}
 			case 3, 4, 5: // allocate and check
 				res := c.allocate(now)
@@ -336,7 +336,7 @@ func TestPropertyWeightedFairAtQuiescence(t *testing.T) {
 			c.addAgent(fmt.Sprintf("a%03d", i), nil, resources.MustParse("cpus:1;mem:100"), nil)
 		}
 		for r := range weights {
-			c.addFramework("f-"+r, &mesos.FrameworkInfo{Role: proto.String(r)}, nil, true, nil)
+			c.addFramework("f-"+r, &mesos.FrameworkInfo{Role: proto.String(r)}, nil, true, FrameworkOptions{})
 		}
 		c.allocate(time.Now())
 		unit := 1 / float64(nAgents)
@@ -372,9 +372,9 @@ func TestPropertyQuotaBeforeFairShare(t *testing.T) {
 			if g > 0 {
 				c.updateQuota(rn, Quota{Guarantees: map[string]float64{"cpus": float64(g)}})
 			}
-			c.addFramework("f-"+rn, &mesos.FrameworkInfo{Role: proto.String(rn)}, nil, true, nil)
+			c.addFramework("f-"+rn, &mesos.FrameworkInfo{Role: proto.String(rn)}, nil, true, FrameworkOptions{})
 		}
-		c.addFramework("f-greedy", &mesos.FrameworkInfo{Role: proto.String("greedy")}, nil, true, nil)
+		c.addFramework("f-greedy", &mesos.FrameworkInfo{Role: proto.String("greedy")}, nil, true, FrameworkOptions{})
 		c.allocate(time.Now())
 		for rn, g := range guar {
 			got := fromMilli(c.tree[rn].alloc.at(0))

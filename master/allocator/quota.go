@@ -344,12 +344,13 @@ func (rn *run) quotaStage(agents []*agent) {
 				continue
 			}
 			res, q, uq, whole = c.chop(res, q, uq, qr.guaranteeCap(r.name), whole)
-			if !c.minAllocatableOK(q) {
+			minOK := c.minAllocatableOK(q)
+			if c.skipBelowMin(minOK) {
 				continue
 			}
 			it := rn.frameworks(r.fws)
 			for n := it.next(); n != nil; n = it.next() {
-				if !offerable(n, a) || filtered(n, a, q, rn.now) {
+				if !offerable(n, a) || !admits(n, a, q, minOK) || filtered(n, a, q, rn.now) {
 					continue
 				}
 				rn.give(a, n, r.name, res, q, uq, whole)

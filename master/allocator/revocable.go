@@ -52,7 +52,8 @@ func (rn *run) revocableStage(agents []*agent) {
 			continue
 		}
 		q := c.names.vecOf(free)
-		if !c.minAllocatableOK(q) {
+		minOK := c.minAllocatableOK(q)
+		if c.skipBelowMin(minOK) {
 			continue
 		}
 		snap := append(rn.scratch[:0:0], c.revRoot.kids...)
@@ -65,7 +66,7 @@ func (rn *run) revocableStage(agents []*agent) {
 			it := rn.frameworks(r.revFws)
 			for n := it.next(); n != nil; n = it.next() {
 				f := n.fw
-				if !f.revocable || !offerable(n, a) || filtered(n, a, q, rn.now) {
+				if !f.revocable || !offerable(n, a) || !admits(n, a, q, minOK) || filtered(n, a, q, rn.now) {
 					continue
 				}
 				c.trackRevocable(a, f, r.name, free, q)

@@ -51,6 +51,9 @@ type drfNode struct {
 	nfilters  int
 	filterGen uint32
 	fbit      uint64 // this node's bit in agent.filterMask (one of 64)
+	// opts are the framework's own offer filters and constraints for the
+	// role (nil: none, the common case).
+	opts *nodeOptions
 }
 
 // sortKey is a node's sort key as a heap keeps it inline, next to the

@@ -95,8 +95,8 @@ func (s *Sync) Pause() { s.c.paused = true }
 func (s *Sync) Resume() { s.c.paused = false }
 
 // AddFramework implements Allocator, applying the notification at once.
-func (s *Sync) AddFramework(id string, info *mesos.FrameworkInfo, used map[string]resources.Resources, active bool, suppressed []string) {
-	s.c.addFramework(id, info, used, active, suppressed)
+func (s *Sync) AddFramework(id string, info *mesos.FrameworkInfo, used map[string]resources.Resources, active bool, opts FrameworkOptions) {
+	s.c.addFramework(id, info, used, active, opts)
 }
 
 // RemoveFramework implements Allocator, applying the notification at once.
@@ -109,8 +109,8 @@ func (s *Sync) ActivateFramework(id string) { s.c.activateFramework(id) }
 func (s *Sync) DeactivateFramework(id string) { s.c.deactivateFramework(id) }
 
 // UpdateFramework implements Allocator, applying the notification at once.
-func (s *Sync) UpdateFramework(id string, info *mesos.FrameworkInfo, suppressed []string) {
-	s.c.updateFramework(id, info, suppressed)
+func (s *Sync) UpdateFramework(id string, info *mesos.FrameworkInfo, opts FrameworkOptions) {
+	s.c.updateFramework(id, info, opts)
 }
 
 // AddAgent implements Allocator, applying the notification at once.

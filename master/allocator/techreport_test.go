@@ -27,7 +27,7 @@ func TestTechReportDRFExample(t *testing.T) {
 		"f2": resources.MustParse("cpus:1;mem:8192"),
 	}
 	for id := range task {
-		c.addFramework(id, &mesos.FrameworkInfo{Role: proto.String(id)}, nil, true, nil)
+		c.addFramework(id, &mesos.FrameworkInfo{Role: proto.String(id)}, nil, true, FrameworkOptions{})
 	}
 	tasks := map[string]int{}
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

@@ -123,7 +123,7 @@ func TestStateKeys(t *testing.T) {
 	wantFw := sorted("id", "name", "used_resources", "offered_resources", "capabilities", "hostname",
 		"webui_url", "active", "connected", "recovered", "user", "failover_timeout", "checkpoint",
 		"registered_time", "unregistered_time", "principal", "resources", "roles", "tasks",
-		"unreachable_tasks", "completed_tasks", "offers", "executors")
+		"unreachable_tasks", "completed_tasks", "offers", "executors", "offer_constraints")
 	if got := keys(fw); !reflect.DeepEqual(got, wantFw) {
 		t.Errorf("framework keys:\n got %v\nwant %v", got, wantFw)
 	}

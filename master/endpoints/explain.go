@@ -20,7 +20,8 @@ type explanationJSON struct {
 // extension: per role of the framework, why it is or is not being offered
 // resources (FRAMEWORK_INACTIVE, SUPPRESSED, NO_ACTIVE_AGENTS,
 // NOTHING_FREE_IN_ROLE, OVER_QUOTA_LIMIT, BELOW_MIN_ALLOCATABLE,
-// GPU_AGENTS_ONLY, FILTERED or ELIGIBLE, and NO_AGENT_FITS when the
+// GPU_AGENTS_ONLY, FILTERED, EXCLUDED_BY_OFFER_CONSTRAINTS or ELIGIBLE,
+// and NO_AGENT_FITS when the
 // framework declined the whole of every agent it may use) with agent
 // counts per reason.
 // 400 without framework_id, 404 for a framework neither the master nor

@@ -44,6 +44,8 @@ type frameworkJSON struct {
 	Offers           []offerJSON     `json:"offers"`
 	Executors        []executorJSON  `json:"executors"`
 	Labels           json.RawMessage `json:"labels,omitempty"`
+	// OfferConstraints are always present, {} when there are none (Mesos).
+	OfferConstraints json.RawMessage `json:"offer_constraints"`
 }
 
 // offerJSON is an outstanding offer inside a framework.
@@ -169,6 +171,10 @@ func frameworkModel(f *master.FrameworkView) frameworkJSON {
 	}
 	if info.Labels != nil {
 		m.Labels = labelsJSON(info.Labels)
+	}
+	m.OfferConstraints = json.RawMessage("{}")
+	if f.OfferConstraints != nil {
+		m.OfferConstraints = protoJSON(f.OfferConstraints)
 	}
 	return m
 }

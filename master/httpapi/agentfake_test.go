@@ -29,12 +29,12 @@ type idleAllocator struct{}
 
 func (idleAllocator) Start() {}
 func (idleAllocator) Stop()  {}
-func (idleAllocator) AddFramework(string, *mesos.FrameworkInfo, map[string]resources.Resources, bool, []string) {
+func (idleAllocator) AddFramework(string, *mesos.FrameworkInfo, map[string]resources.Resources, bool, allocator.FrameworkOptions) {
 }
-func (idleAllocator) RemoveFramework(string)                                 {}
-func (idleAllocator) ActivateFramework(string)                               {}
-func (idleAllocator) DeactivateFramework(string)                             {}
-func (idleAllocator) UpdateFramework(string, *mesos.FrameworkInfo, []string) {}
+func (idleAllocator) RemoveFramework(string)                                                   {}
+func (idleAllocator) ActivateFramework(string)                                                 {}
+func (idleAllocator) DeactivateFramework(string)                                               {}
+func (idleAllocator) UpdateFramework(string, *mesos.FrameworkInfo, allocator.FrameworkOptions) {}
 func (idleAllocator) AddAgent(string, *mesos.AgentInfo, resources.Resources, map[string]resources.Resources) {
 }
 func (idleAllocator) RemoveAgent(string)                                                        {}

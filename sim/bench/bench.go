@@ -42,6 +42,9 @@ type Config struct {
 	// (default: until the end of the run).
 	TasksPerFramework int
 	TaskDuration      time.Duration
+	// TaskResources is each task's resources (default
+	// sim.DefaultTaskResources).
+	TaskResources string
 	// FirstIndex numbers the agents' hostnames (sim-<FirstIndex+i>).
 	FirstIndex int
 	// Hold keeps the registered cluster running this long before the
@@ -58,6 +61,10 @@ type Config struct {
 	// back, before it measures and stops the emulation (whose costs would
 	// otherwise blur what the recovery cost).
 	OnRecovered func()
+
+	// suppressed subscribes the frameworks with their role suppressed
+	// (Launch releases them together).
+	suppressed bool
 }
 
 func (c Config) normalize() (Config, error) {
@@ -189,18 +196,25 @@ func start(ctx context.Context, cfg Config, res *Result) (*cluster, error) {
 	return c, nil
 }
 
-// startFrameworks subscribes cfg.Frameworks frameworks over one HTTP/1.1
-// client, as most Mesos frameworks speak.
+// startFrameworks subscribes cfg.Frameworks frameworks, a few at a time
+// (schedulers of a cluster start independently, not one after another).
 func startFrameworks(ctx context.Context, cfg Config) ([]*sim.Framework, error) {
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	cfgs := make([]sim.FrameworkConfig, cfg.Frameworks)
 	for i := range cfgs {
+		// HTTP/1.1, as most Mesos frameworks speak, with a connection pool
+		// of its own as a scheduler process has: one pool for all of them
+		// kept fewer idle connections than their concurrent calls, so
+		// connections were closed and dialed again all the time (both
+		// ends paid for it).
+		client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: sim.FrameworkMaxCalls + 1}}
 		cfgs[i] = sim.FrameworkConfig{
-			Masters:      cfg.Masters,
-			Name:         "sim-framework-" + strconv.Itoa(i),
-			Tasks:        cfg.TasksPerFramework,
-			TaskDuration: cfg.TaskDuration,
-			HTTPClient:   client,
+			Masters:         cfg.Masters,
+			Name:            "sim-framework-" + strconv.Itoa(i),
+			Tasks:           cfg.TasksPerFramework,
+			TaskDuration:    cfg.TaskDuration,
+			TaskResources:   cfg.TaskResources,
+			StartSuppressed: cfg.suppressed,
+			HTTPClient:      client,
 		}
 	}
 	return sim.StartFrameworks(ctx, cfgs, 16)

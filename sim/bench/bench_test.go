@@ -54,6 +54,9 @@ func TestConfigErrors(t *testing.T) {
 	if _, err := Failover(context.Background(), Config{Agents: 1, Masters: []string{"h:1"}}, nil); err == nil {
 		t.Fatal("Failover without a kill function was accepted")
 	}
+	if _, err := Launch(context.Background(), LaunchConfig{Config: Config{Agents: 1, Masters: []string{"h:1"}}}); err == nil {
+		t.Fatal("Launch without frameworks or tasks was accepted")
+	}
 }
 
 func TestQuantile(t *testing.T) {

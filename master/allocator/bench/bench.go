@@ -143,7 +143,7 @@ func NewCluster(cfg Config) (*Cluster, error) {
 		a.AddFramework(FrameworkID(i), &mesos.FrameworkInfo{
 			User: proto.String("bench"), Name: proto.String("bench"),
 			Role: proto.String(RoleName(i % cfg.Roles)),
-		}, nil, true, nil)
+		}, nil, true, allocator.FrameworkOptions{})
 	}
 	return cl, nil
 }

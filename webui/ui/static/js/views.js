@@ -289,11 +289,13 @@ const REASON_TEXT = {
   BELOW_MIN_ALLOCATABLE: "What is free is smaller than the minimum the master offers.",
   GPU_AGENTS_ONLY: "Only GPU agents have free resources, and the framework lacks the GPU_RESOURCES capability.",
   FILTERED: "The framework declined these resources with a filter that has not expired; REVIVE clears it.",
+  EXCLUDED_BY_OFFER_CONSTRAINTS: "The framework's offer constraints exclude the agents with free resources.",
   ELIGIBLE: "Resources can be offered: it gets them when its role comes first in fair-share (DRF) order.",
 };
 
 const AGENT_COUNT_TEXT = [["eligible", "eligible"], ["nothing_free", "with nothing free"], ["over_quota_limit", "kept by the quota limit"],
-  ["below_min_allocatable", "below the minimum allocatable"], ["gpu_agent", "GPU-only"], ["filtered", "filtered"]];
+  ["below_min_allocatable", "below the minimum allocatable"], ["gpu_agent", "GPU-only"], ["filtered", "filtered"],
+  ["offer_constraints", "excluded by offer constraints"]];
 
 function explanationNode(ex) {
   const out = el("div", {class: "explain"});
