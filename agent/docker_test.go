@@ -345,7 +345,28 @@ func TestDockerTaskKilledByHealthCheck(t *testing.T) {
 		t.Errorf("health update %v", st)
 	}
 	sub.send(ack("F1", unhealthy, 1))
-	killed := waitUpdate(t, m, sub, "sick", mesos.TaskState_TASK_KILLED)
+	// `sleep` as the container's first process ignores SIGTERM, so the
+	// kill waits the grace period on the agent's clock before SIGKILL:
+	// move the clock on while waiting (how far it moved while the health
+	// checks ran depends on the machine's load).
+	var killed *mesos.TaskStatus
+	eventually(t, "sick TASK_KILLED", func() bool {
+		m.mu.Lock()
+		for i, c := range m.calls {
+			if !m.taken[i] && updateFor("sick", mesos.TaskState_TASK_KILLED)(c) {
+				m.taken[i] = true
+				killed = c.GetStatusUpdate().GetStatus()
+			}
+		}
+		m.mu.Unlock()
+		if killed == nil {
+			ta.clock.Advance(time.Second)
+		}
+		return killed != nil
+	})
+	if killed.GetSource() != mesos.TaskStatus_SOURCE_EXECUTOR {
+		t.Errorf("TASK_KILLED source %v, want SOURCE_EXECUTOR", killed.GetSource())
+	}
 	if killed.Healthy == nil || killed.GetHealthy() {
 		t.Errorf("TASK_KILLED after failed health checks has healthy=%v, want false", killed.Healthy)
 	}
