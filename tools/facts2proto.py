@@ -83,10 +83,13 @@ def main(srcs, out):
         text = open(src, encoding="utf-8").read()
         for lineno, line in enumerate(text.splitlines(), 1):
             where = "%s:%d" % (src, lineno)
-            m = re.match(r"^#### (\S+)\s*$", line)
+            m = re.match(r"^#### (\+?)(\S+)\s*$", line)
             if m:
-                pkg, path = split(m.group(1))
-                define("message", "%s %s" % (pkg or "mesos", ".".join(path)), where)
+                pkg, path = split(m.group(2))
+                # "#### +Name" adds fields to a message an earlier table
+                # defined (mezzo's extensions); anything else defines one.
+                if not m.group(1):
+                    define("message", "%s %s" % (pkg or "mesos", ".".join(path)), where)
                 cur = node(pkg, path)
                 cur.fields = cur.fields or []
                 cur.pkg = pkg

@@ -10433,7 +10433,8 @@ func (x *Resource_DiskInfo) GetSource() *Resource_DiskInfo_Source {
 }
 
 type Resource_RevocableInfo struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state         protoimpl.MessageState               `protogen:"open.v1"`
+	ThrottleInfo  *Resource_RevocableInfo_ThrottleInfo `protobuf:"bytes,1,opt,name=throttle_info,json=throttleInfo" json:"throttle_info,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -10466,6 +10467,13 @@ func (x *Resource_RevocableInfo) ProtoReflect() protoreflect.Message {
 // Deprecated: Use Resource_RevocableInfo.ProtoReflect.Descriptor instead.
 func (*Resource_RevocableInfo) Descriptor() ([]byte, []int) {
 	return file_mesos_v1_mesos_proto_rawDescGZIP(), []int{22, 3}
+}
+
+func (x *Resource_RevocableInfo) GetThrottleInfo() *Resource_RevocableInfo_ThrottleInfo {
+	if x != nil {
+		return x.ThrottleInfo
+	}
+	return nil
 }
 
 type Resource_SharedInfo struct {
@@ -10736,6 +10744,42 @@ func (x *Resource_DiskInfo_Source_Mount) GetRoot() string {
 	return ""
 }
 
+type Resource_RevocableInfo_ThrottleInfo struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Resource_RevocableInfo_ThrottleInfo) Reset() {
+	*x = Resource_RevocableInfo_ThrottleInfo{}
+	mi := &file_mesos_v1_mesos_proto_msgTypes[111]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Resource_RevocableInfo_ThrottleInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Resource_RevocableInfo_ThrottleInfo) ProtoMessage() {}
+
+func (x *Resource_RevocableInfo_ThrottleInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_mesos_v1_mesos_proto_msgTypes[111]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Resource_RevocableInfo_ThrottleInfo.ProtoReflect.Descriptor instead.
+func (*Resource_RevocableInfo_ThrottleInfo) Descriptor() ([]byte, []int) {
+	return file_mesos_v1_mesos_proto_rawDescGZIP(), []int{22, 3, 0}
+}
+
 type Offer_Operation struct {
 	state         protoimpl.MessageState        `protogen:"open.v1"`
 	Type          *Offer_Operation_Type         `protobuf:"varint,1,opt,name=type,enum=mesos.v1.Offer_Operation_Type" json:"type,omitempty"`
@@ -10756,7 +10800,7 @@ type Offer_Operation struct {
 
 func (x *Offer_Operation) Reset() {
 	*x = Offer_Operation{}
-	mi := &file_mesos_v1_mesos_proto_msgTypes[111]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[112]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10768,7 +10812,7 @@ func (x *Offer_Operation) String() string {
 func (*Offer_Operation) ProtoMessage() {}
 
 func (x *Offer_Operation) ProtoReflect() protoreflect.Message {
-	mi := &file_mesos_v1_mesos_proto_msgTypes[111]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[112]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10877,7 +10921,7 @@ type Offer_Operation_Launch struct {
 
 func (x *Offer_Operation_Launch) Reset() {
 	*x = Offer_Operation_Launch{}
-	mi := &file_mesos_v1_mesos_proto_msgTypes[112]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[113]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10889,7 +10933,7 @@ func (x *Offer_Operation_Launch) String() string {
 func (*Offer_Operation_Launch) ProtoMessage() {}
 
 func (x *Offer_Operation_Launch) ProtoReflect() protoreflect.Message {
-	mi := &file_mesos_v1_mesos_proto_msgTypes[112]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[113]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10922,7 +10966,7 @@ type Offer_Operation_LaunchGroup struct {
 
 func (x *Offer_Operation_LaunchGroup) Reset() {
 	*x = Offer_Operation_LaunchGroup{}
-	mi := &file_mesos_v1_mesos_proto_msgTypes[113]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[114]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10934,7 +10978,7 @@ func (x *Offer_Operation_LaunchGroup) String() string {
 func (*Offer_Operation_LaunchGroup) ProtoMessage() {}
 
 func (x *Offer_Operation_LaunchGroup) ProtoReflect() protoreflect.Message {
-	mi := &file_mesos_v1_mesos_proto_msgTypes[113]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[114]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10974,7 +11018,7 @@ type Offer_Operation_Reserve struct {
 
 func (x *Offer_Operation_Reserve) Reset() {
 	*x = Offer_Operation_Reserve{}
-	mi := &file_mesos_v1_mesos_proto_msgTypes[114]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[115]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10986,7 +11030,7 @@ func (x *Offer_Operation_Reserve) String() string {
 func (*Offer_Operation_Reserve) ProtoMessage() {}
 
 func (x *Offer_Operation_Reserve) ProtoReflect() protoreflect.Message {
-	mi := &file_mesos_v1_mesos_proto_msgTypes[114]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[115]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11025,7 +11069,7 @@ type Offer_Operation_Unreserve struct {
 
 func (x *Offer_Operation_Unreserve) Reset() {
 	*x = Offer_Operation_Unreserve{}
-	mi := &file_mesos_v1_mesos_proto_msgTypes[115]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[116]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11037,7 +11081,7 @@ func (x *Offer_Operation_Unreserve) String() string {
 func (*Offer_Operation_Unreserve) ProtoMessage() {}
 
 func (x *Offer_Operation_Unreserve) ProtoReflect() protoreflect.Message {
-	mi := &file_mesos_v1_mesos_proto_msgTypes[115]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[116]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11069,7 +11113,7 @@ type Offer_Operation_Create struct {
 
 func (x *Offer_Operation_Create) Reset() {
 	*x = Offer_Operation_Create{}
-	mi := &file_mesos_v1_mesos_proto_msgTypes[116]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[117]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11081,7 +11125,7 @@ func (x *Offer_Operation_Create) String() string {
 func (*Offer_Operation_Create) ProtoMessage() {}
 
 func (x *Offer_Operation_Create) ProtoReflect() protoreflect.Message {
-	mi := &file_mesos_v1_mesos_proto_msgTypes[116]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[117]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11113,7 +11157,7 @@ type Offer_Operation_Destroy struct {
 
 func (x *Offer_Operation_Destroy) Reset() {
 	*x = Offer_Operation_Destroy{}
-	mi := &file_mesos_v1_mesos_proto_msgTypes[117]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[118]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11125,7 +11169,7 @@ func (x *Offer_Operation_Destroy) String() string {
 func (*Offer_Operation_Destroy) ProtoMessage() {}
 
 func (x *Offer_Operation_Destroy) ProtoReflect() protoreflect.Message {
-	mi := &file_mesos_v1_mesos_proto_msgTypes[117]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[118]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11158,7 +11202,7 @@ type Offer_Operation_GrowVolume struct {
 
 func (x *Offer_Operation_GrowVolume) Reset() {
 	*x = Offer_Operation_GrowVolume{}
-	mi := &file_mesos_v1_mesos_proto_msgTypes[118]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[119]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11170,7 +11214,7 @@ func (x *Offer_Operation_GrowVolume) String() string {
 func (*Offer_Operation_GrowVolume) ProtoMessage() {}
 
 func (x *Offer_Operation_GrowVolume) ProtoReflect() protoreflect.Message {
-	mi := &file_mesos_v1_mesos_proto_msgTypes[118]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[119]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11210,7 +11254,7 @@ type Offer_Operation_ShrinkVolume struct {
 
 func (x *Offer_Operation_ShrinkVolume) Reset() {
 	*x = Offer_Operation_ShrinkVolume{}
-	mi := &file_mesos_v1_mesos_proto_msgTypes[119]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[120]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11222,7 +11266,7 @@ func (x *Offer_Operation_ShrinkVolume) String() string {
 func (*Offer_Operation_ShrinkVolume) ProtoMessage() {}
 
 func (x *Offer_Operation_ShrinkVolume) ProtoReflect() protoreflect.Message {
-	mi := &file_mesos_v1_mesos_proto_msgTypes[119]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[120]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11263,7 +11307,7 @@ type Offer_Operation_CreateDisk struct {
 
 func (x *Offer_Operation_CreateDisk) Reset() {
 	*x = Offer_Operation_CreateDisk{}
-	mi := &file_mesos_v1_mesos_proto_msgTypes[120]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[121]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11275,7 +11319,7 @@ func (x *Offer_Operation_CreateDisk) String() string {
 func (*Offer_Operation_CreateDisk) ProtoMessage() {}
 
 func (x *Offer_Operation_CreateDisk) ProtoReflect() protoreflect.Message {
-	mi := &file_mesos_v1_mesos_proto_msgTypes[120]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[121]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11321,7 +11365,7 @@ type Offer_Operation_DestroyDisk struct {
 
 func (x *Offer_Operation_DestroyDisk) Reset() {
 	*x = Offer_Operation_DestroyDisk{}
-	mi := &file_mesos_v1_mesos_proto_msgTypes[121]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[122]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11333,7 +11377,7 @@ func (x *Offer_Operation_DestroyDisk) String() string {
 func (*Offer_Operation_DestroyDisk) ProtoMessage() {}
 
 func (x *Offer_Operation_DestroyDisk) ProtoReflect() protoreflect.Message {
-	mi := &file_mesos_v1_mesos_proto_msgTypes[121]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[122]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11373,7 +11417,7 @@ const (
 
 func (x *Environment_Variable) Reset() {
 	*x = Environment_Variable{}
-	mi := &file_mesos_v1_mesos_proto_msgTypes[124]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[125]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11385,7 +11429,7 @@ func (x *Environment_Variable) String() string {
 func (*Environment_Variable) ProtoMessage() {}
 
 func (x *Environment_Variable) ProtoReflect() protoreflect.Message {
-	mi := &file_mesos_v1_mesos_proto_msgTypes[124]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[125]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11447,7 +11491,7 @@ const (
 
 func (x *HealthCheck_HTTPCheckInfo) Reset() {
 	*x = HealthCheck_HTTPCheckInfo{}
-	mi := &file_mesos_v1_mesos_proto_msgTypes[125]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[126]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11459,7 +11503,7 @@ func (x *HealthCheck_HTTPCheckInfo) String() string {
 func (*HealthCheck_HTTPCheckInfo) ProtoMessage() {}
 
 func (x *HealthCheck_HTTPCheckInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_mesos_v1_mesos_proto_msgTypes[125]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[126]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11525,7 +11569,7 @@ const (
 
 func (x *HealthCheck_TCPCheckInfo) Reset() {
 	*x = HealthCheck_TCPCheckInfo{}
-	mi := &file_mesos_v1_mesos_proto_msgTypes[126]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[127]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11537,7 +11581,7 @@ func (x *HealthCheck_TCPCheckInfo) String() string {
 func (*HealthCheck_TCPCheckInfo) ProtoMessage() {}
 
 func (x *HealthCheck_TCPCheckInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_mesos_v1_mesos_proto_msgTypes[126]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[127]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11576,7 +11620,7 @@ type CheckInfo_Command struct {
 
 func (x *CheckInfo_Command) Reset() {
 	*x = CheckInfo_Command{}
-	mi := &file_mesos_v1_mesos_proto_msgTypes[127]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[128]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11588,7 +11632,7 @@ func (x *CheckInfo_Command) String() string {
 func (*CheckInfo_Command) ProtoMessage() {}
 
 func (x *CheckInfo_Command) ProtoReflect() protoreflect.Message {
-	mi := &file_mesos_v1_mesos_proto_msgTypes[127]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[128]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11621,7 +11665,7 @@ type CheckInfo_Http struct {
 
 func (x *CheckInfo_Http) Reset() {
 	*x = CheckInfo_Http{}
-	mi := &file_mesos_v1_mesos_proto_msgTypes[128]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[129]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11633,7 +11677,7 @@ func (x *CheckInfo_Http) String() string {
 func (*CheckInfo_Http) ProtoMessage() {}
 
 func (x *CheckInfo_Http) ProtoReflect() protoreflect.Message {
-	mi := &file_mesos_v1_mesos_proto_msgTypes[128]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[129]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11672,7 +11716,7 @@ type CheckInfo_Tcp struct {
 
 func (x *CheckInfo_Tcp) Reset() {
 	*x = CheckInfo_Tcp{}
-	mi := &file_mesos_v1_mesos_proto_msgTypes[129]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[130]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11684,7 +11728,7 @@ func (x *CheckInfo_Tcp) String() string {
 func (*CheckInfo_Tcp) ProtoMessage() {}
 
 func (x *CheckInfo_Tcp) ProtoReflect() protoreflect.Message {
-	mi := &file_mesos_v1_mesos_proto_msgTypes[129]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[130]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11716,7 +11760,7 @@ type CheckStatusInfo_Command struct {
 
 func (x *CheckStatusInfo_Command) Reset() {
 	*x = CheckStatusInfo_Command{}
-	mi := &file_mesos_v1_mesos_proto_msgTypes[130]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[131]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11728,7 +11772,7 @@ func (x *CheckStatusInfo_Command) String() string {
 func (*CheckStatusInfo_Command) ProtoMessage() {}
 
 func (x *CheckStatusInfo_Command) ProtoReflect() protoreflect.Message {
-	mi := &file_mesos_v1_mesos_proto_msgTypes[130]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[131]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11760,7 +11804,7 @@ type CheckStatusInfo_Http struct {
 
 func (x *CheckStatusInfo_Http) Reset() {
 	*x = CheckStatusInfo_Http{}
-	mi := &file_mesos_v1_mesos_proto_msgTypes[131]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[132]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11772,7 +11816,7 @@ func (x *CheckStatusInfo_Http) String() string {
 func (*CheckStatusInfo_Http) ProtoMessage() {}
 
 func (x *CheckStatusInfo_Http) ProtoReflect() protoreflect.Message {
-	mi := &file_mesos_v1_mesos_proto_msgTypes[131]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[132]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11804,7 +11848,7 @@ type CheckStatusInfo_Tcp struct {
 
 func (x *CheckStatusInfo_Tcp) Reset() {
 	*x = CheckStatusInfo_Tcp{}
-	mi := &file_mesos_v1_mesos_proto_msgTypes[132]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[133]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11816,7 +11860,7 @@ func (x *CheckStatusInfo_Tcp) String() string {
 func (*CheckStatusInfo_Tcp) ProtoMessage() {}
 
 func (x *CheckStatusInfo_Tcp) ProtoReflect() protoreflect.Message {
-	mi := &file_mesos_v1_mesos_proto_msgTypes[132]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[133]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11861,7 +11905,7 @@ const (
 
 func (x *ContainerInfo_DockerInfo) Reset() {
 	*x = ContainerInfo_DockerInfo{}
-	mi := &file_mesos_v1_mesos_proto_msgTypes[133]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[134]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11873,7 +11917,7 @@ func (x *ContainerInfo_DockerInfo) String() string {
 func (*ContainerInfo_DockerInfo) ProtoMessage() {}
 
 func (x *ContainerInfo_DockerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_mesos_v1_mesos_proto_msgTypes[133]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[134]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11948,7 +11992,7 @@ type ContainerInfo_MesosInfo struct {
 
 func (x *ContainerInfo_MesosInfo) Reset() {
 	*x = ContainerInfo_MesosInfo{}
-	mi := &file_mesos_v1_mesos_proto_msgTypes[134]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[135]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -11960,7 +12004,7 @@ func (x *ContainerInfo_MesosInfo) String() string {
 func (*ContainerInfo_MesosInfo) ProtoMessage() {}
 
 func (x *ContainerInfo_MesosInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_mesos_v1_mesos_proto_msgTypes[134]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[135]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -11994,7 +12038,7 @@ type ContainerInfo_DockerInfo_PortMapping struct {
 
 func (x *ContainerInfo_DockerInfo_PortMapping) Reset() {
 	*x = ContainerInfo_DockerInfo_PortMapping{}
-	mi := &file_mesos_v1_mesos_proto_msgTypes[135]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[136]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -12006,7 +12050,7 @@ func (x *ContainerInfo_DockerInfo_PortMapping) String() string {
 func (*ContainerInfo_DockerInfo_PortMapping) ProtoMessage() {}
 
 func (x *ContainerInfo_DockerInfo_PortMapping) ProtoReflect() protoreflect.Message {
-	mi := &file_mesos_v1_mesos_proto_msgTypes[135]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[136]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -12051,7 +12095,7 @@ type CgroupInfo_Blkio struct {
 
 func (x *CgroupInfo_Blkio) Reset() {
 	*x = CgroupInfo_Blkio{}
-	mi := &file_mesos_v1_mesos_proto_msgTypes[136]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[137]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -12063,7 +12107,7 @@ func (x *CgroupInfo_Blkio) String() string {
 func (*CgroupInfo_Blkio) ProtoMessage() {}
 
 func (x *CgroupInfo_Blkio) ProtoReflect() protoreflect.Message {
-	mi := &file_mesos_v1_mesos_proto_msgTypes[136]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[137]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -12088,7 +12132,7 @@ type CgroupInfo_NetCls struct {
 
 func (x *CgroupInfo_NetCls) Reset() {
 	*x = CgroupInfo_NetCls{}
-	mi := &file_mesos_v1_mesos_proto_msgTypes[137]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[138]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -12100,7 +12144,7 @@ func (x *CgroupInfo_NetCls) String() string {
 func (*CgroupInfo_NetCls) ProtoMessage() {}
 
 func (x *CgroupInfo_NetCls) ProtoReflect() protoreflect.Message {
-	mi := &file_mesos_v1_mesos_proto_msgTypes[137]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[138]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -12133,7 +12177,7 @@ type CgroupInfo_Blkio_Value struct {
 
 func (x *CgroupInfo_Blkio_Value) Reset() {
 	*x = CgroupInfo_Blkio_Value{}
-	mi := &file_mesos_v1_mesos_proto_msgTypes[138]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[139]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -12145,7 +12189,7 @@ func (x *CgroupInfo_Blkio_Value) String() string {
 func (*CgroupInfo_Blkio_Value) ProtoMessage() {}
 
 func (x *CgroupInfo_Blkio_Value) ProtoReflect() protoreflect.Message {
-	mi := &file_mesos_v1_mesos_proto_msgTypes[138]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[139]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -12183,7 +12227,7 @@ type CgroupInfo_Blkio_CFQ struct {
 
 func (x *CgroupInfo_Blkio_CFQ) Reset() {
 	*x = CgroupInfo_Blkio_CFQ{}
-	mi := &file_mesos_v1_mesos_proto_msgTypes[139]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[140]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -12195,7 +12239,7 @@ func (x *CgroupInfo_Blkio_CFQ) String() string {
 func (*CgroupInfo_Blkio_CFQ) ProtoMessage() {}
 
 func (x *CgroupInfo_Blkio_CFQ) ProtoReflect() protoreflect.Message {
-	mi := &file_mesos_v1_mesos_proto_msgTypes[139]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[140]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -12219,7 +12263,7 @@ type CgroupInfo_Blkio_Throttling struct {
 
 func (x *CgroupInfo_Blkio_Throttling) Reset() {
 	*x = CgroupInfo_Blkio_Throttling{}
-	mi := &file_mesos_v1_mesos_proto_msgTypes[140]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[141]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -12231,7 +12275,7 @@ func (x *CgroupInfo_Blkio_Throttling) String() string {
 func (*CgroupInfo_Blkio_Throttling) ProtoMessage() {}
 
 func (x *CgroupInfo_Blkio_Throttling) ProtoReflect() protoreflect.Message {
-	mi := &file_mesos_v1_mesos_proto_msgTypes[140]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[141]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -12258,7 +12302,7 @@ type CgroupInfo_Blkio_Statistics struct {
 
 func (x *CgroupInfo_Blkio_Statistics) Reset() {
 	*x = CgroupInfo_Blkio_Statistics{}
-	mi := &file_mesos_v1_mesos_proto_msgTypes[141]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[142]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -12270,7 +12314,7 @@ func (x *CgroupInfo_Blkio_Statistics) String() string {
 func (*CgroupInfo_Blkio_Statistics) ProtoMessage() {}
 
 func (x *CgroupInfo_Blkio_Statistics) ProtoReflect() protoreflect.Message {
-	mi := &file_mesos_v1_mesos_proto_msgTypes[141]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[142]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -12324,7 +12368,7 @@ type CgroupInfo_Blkio_CFQ_Statistics struct {
 
 func (x *CgroupInfo_Blkio_CFQ_Statistics) Reset() {
 	*x = CgroupInfo_Blkio_CFQ_Statistics{}
-	mi := &file_mesos_v1_mesos_proto_msgTypes[142]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[143]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -12336,7 +12380,7 @@ func (x *CgroupInfo_Blkio_CFQ_Statistics) String() string {
 func (*CgroupInfo_Blkio_CFQ_Statistics) ProtoMessage() {}
 
 func (x *CgroupInfo_Blkio_CFQ_Statistics) ProtoReflect() protoreflect.Message {
-	mi := &file_mesos_v1_mesos_proto_msgTypes[142]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[143]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -12426,7 +12470,7 @@ type CgroupInfo_Blkio_Throttling_Statistics struct {
 
 func (x *CgroupInfo_Blkio_Throttling_Statistics) Reset() {
 	*x = CgroupInfo_Blkio_Throttling_Statistics{}
-	mi := &file_mesos_v1_mesos_proto_msgTypes[143]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[144]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -12438,7 +12482,7 @@ func (x *CgroupInfo_Blkio_Throttling_Statistics) String() string {
 func (*CgroupInfo_Blkio_Throttling_Statistics) ProtoMessage() {}
 
 func (x *CgroupInfo_Blkio_Throttling_Statistics) ProtoReflect() protoreflect.Message {
-	mi := &file_mesos_v1_mesos_proto_msgTypes[143]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[144]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -12490,7 +12534,7 @@ const (
 
 func (x *NetworkInfo_IPAddress) Reset() {
 	*x = NetworkInfo_IPAddress{}
-	mi := &file_mesos_v1_mesos_proto_msgTypes[144]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[145]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -12502,7 +12546,7 @@ func (x *NetworkInfo_IPAddress) String() string {
 func (*NetworkInfo_IPAddress) ProtoMessage() {}
 
 func (x *NetworkInfo_IPAddress) ProtoReflect() protoreflect.Message {
-	mi := &file_mesos_v1_mesos_proto_msgTypes[144]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[145]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -12543,7 +12587,7 @@ type NetworkInfo_PortMapping struct {
 
 func (x *NetworkInfo_PortMapping) Reset() {
 	*x = NetworkInfo_PortMapping{}
-	mi := &file_mesos_v1_mesos_proto_msgTypes[145]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[146]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -12555,7 +12599,7 @@ func (x *NetworkInfo_PortMapping) String() string {
 func (*NetworkInfo_PortMapping) ProtoMessage() {}
 
 func (x *NetworkInfo_PortMapping) ProtoReflect() protoreflect.Message {
-	mi := &file_mesos_v1_mesos_proto_msgTypes[145]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[146]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -12606,7 +12650,7 @@ type Volume_Source struct {
 
 func (x *Volume_Source) Reset() {
 	*x = Volume_Source{}
-	mi := &file_mesos_v1_mesos_proto_msgTypes[146]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[147]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -12618,7 +12662,7 @@ func (x *Volume_Source) String() string {
 func (*Volume_Source) ProtoMessage() {}
 
 func (x *Volume_Source) ProtoReflect() protoreflect.Message {
-	mi := &file_mesos_v1_mesos_proto_msgTypes[146]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[147]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -12687,7 +12731,7 @@ type Volume_Source_DockerVolume struct {
 
 func (x *Volume_Source_DockerVolume) Reset() {
 	*x = Volume_Source_DockerVolume{}
-	mi := &file_mesos_v1_mesos_proto_msgTypes[147]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[148]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -12699,7 +12743,7 @@ func (x *Volume_Source_DockerVolume) String() string {
 func (*Volume_Source_DockerVolume) ProtoMessage() {}
 
 func (x *Volume_Source_DockerVolume) ProtoReflect() protoreflect.Message {
-	mi := &file_mesos_v1_mesos_proto_msgTypes[147]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[148]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -12746,7 +12790,7 @@ type Volume_Source_HostPath struct {
 
 func (x *Volume_Source_HostPath) Reset() {
 	*x = Volume_Source_HostPath{}
-	mi := &file_mesos_v1_mesos_proto_msgTypes[148]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[149]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -12758,7 +12802,7 @@ func (x *Volume_Source_HostPath) String() string {
 func (*Volume_Source_HostPath) ProtoMessage() {}
 
 func (x *Volume_Source_HostPath) ProtoReflect() protoreflect.Message {
-	mi := &file_mesos_v1_mesos_proto_msgTypes[148]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[149]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -12798,7 +12842,7 @@ type Volume_Source_SandboxPath struct {
 
 func (x *Volume_Source_SandboxPath) Reset() {
 	*x = Volume_Source_SandboxPath{}
-	mi := &file_mesos_v1_mesos_proto_msgTypes[149]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[150]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -12810,7 +12854,7 @@ func (x *Volume_Source_SandboxPath) String() string {
 func (*Volume_Source_SandboxPath) ProtoMessage() {}
 
 func (x *Volume_Source_SandboxPath) ProtoReflect() protoreflect.Message {
-	mi := &file_mesos_v1_mesos_proto_msgTypes[149]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[150]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -12850,7 +12894,7 @@ type Volume_Source_CSIVolume struct {
 
 func (x *Volume_Source_CSIVolume) Reset() {
 	*x = Volume_Source_CSIVolume{}
-	mi := &file_mesos_v1_mesos_proto_msgTypes[150]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[151]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -12862,7 +12906,7 @@ func (x *Volume_Source_CSIVolume) String() string {
 func (*Volume_Source_CSIVolume) ProtoMessage() {}
 
 func (x *Volume_Source_CSIVolume) ProtoReflect() protoreflect.Message {
-	mi := &file_mesos_v1_mesos_proto_msgTypes[150]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[151]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -12906,7 +12950,7 @@ type Volume_Source_CSIVolume_VolumeCapability struct {
 
 func (x *Volume_Source_CSIVolume_VolumeCapability) Reset() {
 	*x = Volume_Source_CSIVolume_VolumeCapability{}
-	mi := &file_mesos_v1_mesos_proto_msgTypes[151]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[152]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -12918,7 +12962,7 @@ func (x *Volume_Source_CSIVolume_VolumeCapability) String() string {
 func (*Volume_Source_CSIVolume_VolumeCapability) ProtoMessage() {}
 
 func (x *Volume_Source_CSIVolume_VolumeCapability) ProtoReflect() protoreflect.Message {
-	mi := &file_mesos_v1_mesos_proto_msgTypes[151]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[152]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -12997,7 +13041,7 @@ type Volume_Source_CSIVolume_StaticProvisioning struct {
 
 func (x *Volume_Source_CSIVolume_StaticProvisioning) Reset() {
 	*x = Volume_Source_CSIVolume_StaticProvisioning{}
-	mi := &file_mesos_v1_mesos_proto_msgTypes[152]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[153]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -13009,7 +13053,7 @@ func (x *Volume_Source_CSIVolume_StaticProvisioning) String() string {
 func (*Volume_Source_CSIVolume_StaticProvisioning) ProtoMessage() {}
 
 func (x *Volume_Source_CSIVolume_StaticProvisioning) ProtoReflect() protoreflect.Message {
-	mi := &file_mesos_v1_mesos_proto_msgTypes[152]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[153]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -13068,7 +13112,7 @@ type Volume_Source_CSIVolume_VolumeCapability_BlockVolume struct {
 
 func (x *Volume_Source_CSIVolume_VolumeCapability_BlockVolume) Reset() {
 	*x = Volume_Source_CSIVolume_VolumeCapability_BlockVolume{}
-	mi := &file_mesos_v1_mesos_proto_msgTypes[153]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[154]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -13080,7 +13124,7 @@ func (x *Volume_Source_CSIVolume_VolumeCapability_BlockVolume) String() string {
 func (*Volume_Source_CSIVolume_VolumeCapability_BlockVolume) ProtoMessage() {}
 
 func (x *Volume_Source_CSIVolume_VolumeCapability_BlockVolume) ProtoReflect() protoreflect.Message {
-	mi := &file_mesos_v1_mesos_proto_msgTypes[153]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[154]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -13106,7 +13150,7 @@ type Volume_Source_CSIVolume_VolumeCapability_MountVolume struct {
 
 func (x *Volume_Source_CSIVolume_VolumeCapability_MountVolume) Reset() {
 	*x = Volume_Source_CSIVolume_VolumeCapability_MountVolume{}
-	mi := &file_mesos_v1_mesos_proto_msgTypes[154]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[155]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -13118,7 +13162,7 @@ func (x *Volume_Source_CSIVolume_VolumeCapability_MountVolume) String() string {
 func (*Volume_Source_CSIVolume_VolumeCapability_MountVolume) ProtoMessage() {}
 
 func (x *Volume_Source_CSIVolume_VolumeCapability_MountVolume) ProtoReflect() protoreflect.Message {
-	mi := &file_mesos_v1_mesos_proto_msgTypes[154]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[155]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -13157,7 +13201,7 @@ type Volume_Source_CSIVolume_VolumeCapability_AccessMode struct {
 
 func (x *Volume_Source_CSIVolume_VolumeCapability_AccessMode) Reset() {
 	*x = Volume_Source_CSIVolume_VolumeCapability_AccessMode{}
-	mi := &file_mesos_v1_mesos_proto_msgTypes[155]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[156]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -13169,7 +13213,7 @@ func (x *Volume_Source_CSIVolume_VolumeCapability_AccessMode) String() string {
 func (*Volume_Source_CSIVolume_VolumeCapability_AccessMode) ProtoMessage() {}
 
 func (x *Volume_Source_CSIVolume_VolumeCapability_AccessMode) ProtoReflect() protoreflect.Message {
-	mi := &file_mesos_v1_mesos_proto_msgTypes[155]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[156]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -13202,7 +13246,7 @@ type TTYInfo_WindowSize struct {
 
 func (x *TTYInfo_WindowSize) Reset() {
 	*x = TTYInfo_WindowSize{}
-	mi := &file_mesos_v1_mesos_proto_msgTypes[159]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[160]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -13214,7 +13258,7 @@ func (x *TTYInfo_WindowSize) String() string {
 func (*TTYInfo_WindowSize) ProtoMessage() {}
 
 func (x *TTYInfo_WindowSize) ProtoReflect() protoreflect.Message {
-	mi := &file_mesos_v1_mesos_proto_msgTypes[159]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[160]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -13255,7 +13299,7 @@ type Image_Appc struct {
 
 func (x *Image_Appc) Reset() {
 	*x = Image_Appc{}
-	mi := &file_mesos_v1_mesos_proto_msgTypes[160]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[161]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -13267,7 +13311,7 @@ func (x *Image_Appc) String() string {
 func (*Image_Appc) ProtoMessage() {}
 
 func (x *Image_Appc) ProtoReflect() protoreflect.Message {
-	mi := &file_mesos_v1_mesos_proto_msgTypes[160]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[161]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -13316,7 +13360,7 @@ type Image_Docker struct {
 
 func (x *Image_Docker) Reset() {
 	*x = Image_Docker{}
-	mi := &file_mesos_v1_mesos_proto_msgTypes[161]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[162]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -13328,7 +13372,7 @@ func (x *Image_Docker) String() string {
 func (*Image_Docker) ProtoMessage() {}
 
 func (x *Image_Docker) ProtoReflect() protoreflect.Message {
-	mi := &file_mesos_v1_mesos_proto_msgTypes[161]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[162]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -13376,7 +13420,7 @@ type ResourceProviderInfo_Storage struct {
 
 func (x *ResourceProviderInfo_Storage) Reset() {
 	*x = ResourceProviderInfo_Storage{}
-	mi := &file_mesos_v1_mesos_proto_msgTypes[162]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[163]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -13388,7 +13432,7 @@ func (x *ResourceProviderInfo_Storage) String() string {
 func (*ResourceProviderInfo_Storage) ProtoMessage() {}
 
 func (x *ResourceProviderInfo_Storage) ProtoReflect() protoreflect.Message {
-	mi := &file_mesos_v1_mesos_proto_msgTypes[162]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[163]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -13431,7 +13475,7 @@ type ResourceUsage_Executor struct {
 
 func (x *ResourceUsage_Executor) Reset() {
 	*x = ResourceUsage_Executor{}
-	mi := &file_mesos_v1_mesos_proto_msgTypes[163]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[164]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -13443,7 +13487,7 @@ func (x *ResourceUsage_Executor) String() string {
 func (*ResourceUsage_Executor) ProtoMessage() {}
 
 func (x *ResourceUsage_Executor) ProtoReflect() protoreflect.Message {
-	mi := &file_mesos_v1_mesos_proto_msgTypes[163]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[164]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -13506,7 +13550,7 @@ type ResourceUsage_Executor_Task struct {
 
 func (x *ResourceUsage_Executor_Task) Reset() {
 	*x = ResourceUsage_Executor_Task{}
-	mi := &file_mesos_v1_mesos_proto_msgTypes[164]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[165]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -13518,7 +13562,7 @@ func (x *ResourceUsage_Executor_Task) String() string {
 func (*ResourceUsage_Executor_Task) ProtoMessage() {}
 
 func (x *ResourceUsage_Executor_Task) ProtoReflect() protoreflect.Message {
-	mi := &file_mesos_v1_mesos_proto_msgTypes[164]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[165]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -13572,7 +13616,7 @@ type Secret_Reference struct {
 
 func (x *Secret_Reference) Reset() {
 	*x = Secret_Reference{}
-	mi := &file_mesos_v1_mesos_proto_msgTypes[165]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[166]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -13584,7 +13628,7 @@ func (x *Secret_Reference) String() string {
 func (*Secret_Reference) ProtoMessage() {}
 
 func (x *Secret_Reference) ProtoReflect() protoreflect.Message {
-	mi := &file_mesos_v1_mesos_proto_msgTypes[165]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[166]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -13623,7 +13667,7 @@ type Secret_Value struct {
 
 func (x *Secret_Value) Reset() {
 	*x = Secret_Value{}
-	mi := &file_mesos_v1_mesos_proto_msgTypes[166]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[167]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -13635,7 +13679,7 @@ func (x *Secret_Value) String() string {
 func (*Secret_Value) ProtoMessage() {}
 
 func (x *Secret_Value) ProtoReflect() protoreflect.Message {
-	mi := &file_mesos_v1_mesos_proto_msgTypes[166]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[167]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -13669,7 +13713,7 @@ type RLimitInfo_RLimit struct {
 
 func (x *RLimitInfo_RLimit) Reset() {
 	*x = RLimitInfo_RLimit{}
-	mi := &file_mesos_v1_mesos_proto_msgTypes[167]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[168]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -13681,7 +13725,7 @@ func (x *RLimitInfo_RLimit) String() string {
 func (*RLimitInfo_RLimit) ProtoMessage() {}
 
 func (x *RLimitInfo_RLimit) ProtoReflect() protoreflect.Message {
-	mi := &file_mesos_v1_mesos_proto_msgTypes[167]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[168]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -13728,7 +13772,7 @@ type Device_Number struct {
 
 func (x *Device_Number) Reset() {
 	*x = Device_Number{}
-	mi := &file_mesos_v1_mesos_proto_msgTypes[168]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[169]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -13740,7 +13784,7 @@ func (x *Device_Number) String() string {
 func (*Device_Number) ProtoMessage() {}
 
 func (x *Device_Number) ProtoReflect() protoreflect.Message {
-	mi := &file_mesos_v1_mesos_proto_msgTypes[168]
+	mi := &file_mesos_v1_mesos_proto_msgTypes[169]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -13976,7 +14020,7 @@ const file_mesos_v1_mesos_proto_rawDesc = "" +
 	"\x06scalar\x18\x03 \x01(\v2\x16.mesos.v1.Value.ScalarR\x06scalar\x12.\n" +
 	"\x06ranges\x18\x04 \x01(\v2\x16.mesos.v1.Value.RangesR\x06ranges\x12%\n" +
 	"\x03set\x18\x06 \x01(\v2\x13.mesos.v1.Value.SetR\x03set\x12(\n" +
-	"\x04text\x18\x05 \x01(\v2\x14.mesos.v1.Value.TextR\x04text\"\xf2\f\n" +
+	"\x04text\x18\x05 \x01(\v2\x14.mesos.v1.Value.TextR\x04text\"\xd6\r\n" +
 	"\bResource\x12=\n" +
 	"\vprovider_id\x18\f \x01(\v2\x1c.mesos.v1.ResourceProviderIDR\n" +
 	"providerId\x12\x12\n" +
@@ -14029,8 +14073,10 @@ const file_mesos_v1_mesos_proto_rawDesc = "" +
 	"\x04PATH\x10\x01\x12\t\n" +
 	"\x05MOUNT\x10\x02\x12\t\n" +
 	"\x05BLOCK\x10\x03\x12\a\n" +
-	"\x03RAW\x10\x04\x1a\x0f\n" +
-	"\rRevocableInfo\x1a\f\n" +
+	"\x03RAW\x10\x04\x1as\n" +
+	"\rRevocableInfo\x12R\n" +
+	"\rthrottle_info\x18\x01 \x01(\v2-.mesos.v1.Resource.RevocableInfo.ThrottleInfoR\fthrottleInfo\x1a\x0e\n" +
+	"\fThrottleInfo\x1a\f\n" +
 	"\n" +
 	"SharedInfo\"i\n" +
 	"\aRequest\x12,\n" +
@@ -15091,7 +15137,7 @@ func file_mesos_v1_mesos_proto_rawDescGZIP() []byte {
 }
 
 var file_mesos_v1_mesos_proto_enumTypes = make([]protoimpl.EnumInfo, 33)
-var file_mesos_v1_mesos_proto_msgTypes = make([]protoimpl.MessageInfo, 169)
+var file_mesos_v1_mesos_proto_msgTypes = make([]protoimpl.MessageInfo, 170)
 var file_mesos_v1_mesos_proto_goTypes = []any{
 	(TaskState)(0),                        // 0: mesos.v1.TaskState
 	(OperationState)(0),                   // 1: mesos.v1.OperationState
@@ -15237,64 +15283,65 @@ var file_mesos_v1_mesos_proto_goTypes = []any{
 	(*Resource_DiskInfo_Source)(nil),                             // 141: mesos.v1.Resource.DiskInfo.Source
 	(*Resource_DiskInfo_Source_Path)(nil),                        // 142: mesos.v1.Resource.DiskInfo.Source.Path
 	(*Resource_DiskInfo_Source_Mount)(nil),                       // 143: mesos.v1.Resource.DiskInfo.Source.Mount
-	(*Offer_Operation)(nil),                                      // 144: mesos.v1.Offer.Operation
-	(*Offer_Operation_Launch)(nil),                               // 145: mesos.v1.Offer.Operation.Launch
-	(*Offer_Operation_LaunchGroup)(nil),                          // 146: mesos.v1.Offer.Operation.LaunchGroup
-	(*Offer_Operation_Reserve)(nil),                              // 147: mesos.v1.Offer.Operation.Reserve
-	(*Offer_Operation_Unreserve)(nil),                            // 148: mesos.v1.Offer.Operation.Unreserve
-	(*Offer_Operation_Create)(nil),                               // 149: mesos.v1.Offer.Operation.Create
-	(*Offer_Operation_Destroy)(nil),                              // 150: mesos.v1.Offer.Operation.Destroy
-	(*Offer_Operation_GrowVolume)(nil),                           // 151: mesos.v1.Offer.Operation.GrowVolume
-	(*Offer_Operation_ShrinkVolume)(nil),                         // 152: mesos.v1.Offer.Operation.ShrinkVolume
-	(*Offer_Operation_CreateDisk)(nil),                           // 153: mesos.v1.Offer.Operation.CreateDisk
-	(*Offer_Operation_DestroyDisk)(nil),                          // 154: mesos.v1.Offer.Operation.DestroyDisk
-	nil,                                                          // 155: mesos.v1.TaskInfo.LimitsEntry
-	nil,                                                          // 156: mesos.v1.Task.LimitsEntry
-	(*Environment_Variable)(nil),                                 // 157: mesos.v1.Environment.Variable
-	(*HealthCheck_HTTPCheckInfo)(nil),                            // 158: mesos.v1.HealthCheck.HTTPCheckInfo
-	(*HealthCheck_TCPCheckInfo)(nil),                             // 159: mesos.v1.HealthCheck.TCPCheckInfo
-	(*CheckInfo_Command)(nil),                                    // 160: mesos.v1.CheckInfo.Command
-	(*CheckInfo_Http)(nil),                                       // 161: mesos.v1.CheckInfo.Http
-	(*CheckInfo_Tcp)(nil),                                        // 162: mesos.v1.CheckInfo.Tcp
-	(*CheckStatusInfo_Command)(nil),                              // 163: mesos.v1.CheckStatusInfo.Command
-	(*CheckStatusInfo_Http)(nil),                                 // 164: mesos.v1.CheckStatusInfo.Http
-	(*CheckStatusInfo_Tcp)(nil),                                  // 165: mesos.v1.CheckStatusInfo.Tcp
-	(*ContainerInfo_DockerInfo)(nil),                             // 166: mesos.v1.ContainerInfo.DockerInfo
-	(*ContainerInfo_MesosInfo)(nil),                              // 167: mesos.v1.ContainerInfo.MesosInfo
-	(*ContainerInfo_DockerInfo_PortMapping)(nil),                 // 168: mesos.v1.ContainerInfo.DockerInfo.PortMapping
-	(*CgroupInfo_Blkio)(nil),                                     // 169: mesos.v1.CgroupInfo.Blkio
-	(*CgroupInfo_NetCls)(nil),                                    // 170: mesos.v1.CgroupInfo.NetCls
-	(*CgroupInfo_Blkio_Value)(nil),                               // 171: mesos.v1.CgroupInfo.Blkio.Value
-	(*CgroupInfo_Blkio_CFQ)(nil),                                 // 172: mesos.v1.CgroupInfo.Blkio.CFQ
-	(*CgroupInfo_Blkio_Throttling)(nil),                          // 173: mesos.v1.CgroupInfo.Blkio.Throttling
-	(*CgroupInfo_Blkio_Statistics)(nil),                          // 174: mesos.v1.CgroupInfo.Blkio.Statistics
-	(*CgroupInfo_Blkio_CFQ_Statistics)(nil),                      // 175: mesos.v1.CgroupInfo.Blkio.CFQ.Statistics
-	(*CgroupInfo_Blkio_Throttling_Statistics)(nil),               // 176: mesos.v1.CgroupInfo.Blkio.Throttling.Statistics
-	(*NetworkInfo_IPAddress)(nil),                                // 177: mesos.v1.NetworkInfo.IPAddress
-	(*NetworkInfo_PortMapping)(nil),                              // 178: mesos.v1.NetworkInfo.PortMapping
-	(*Volume_Source)(nil),                                        // 179: mesos.v1.Volume.Source
-	(*Volume_Source_DockerVolume)(nil),                           // 180: mesos.v1.Volume.Source.DockerVolume
-	(*Volume_Source_HostPath)(nil),                               // 181: mesos.v1.Volume.Source.HostPath
-	(*Volume_Source_SandboxPath)(nil),                            // 182: mesos.v1.Volume.Source.SandboxPath
-	(*Volume_Source_CSIVolume)(nil),                              // 183: mesos.v1.Volume.Source.CSIVolume
-	(*Volume_Source_CSIVolume_VolumeCapability)(nil),             // 184: mesos.v1.Volume.Source.CSIVolume.VolumeCapability
-	(*Volume_Source_CSIVolume_StaticProvisioning)(nil),           // 185: mesos.v1.Volume.Source.CSIVolume.StaticProvisioning
-	(*Volume_Source_CSIVolume_VolumeCapability_BlockVolume)(nil), // 186: mesos.v1.Volume.Source.CSIVolume.VolumeCapability.BlockVolume
-	(*Volume_Source_CSIVolume_VolumeCapability_MountVolume)(nil), // 187: mesos.v1.Volume.Source.CSIVolume.VolumeCapability.MountVolume
-	(*Volume_Source_CSIVolume_VolumeCapability_AccessMode)(nil),  // 188: mesos.v1.Volume.Source.CSIVolume.VolumeCapability.AccessMode
-	nil,                                  // 189: mesos.v1.Volume.Source.CSIVolume.StaticProvisioning.NodeStageSecretsEntry
-	nil,                                  // 190: mesos.v1.Volume.Source.CSIVolume.StaticProvisioning.NodePublishSecretsEntry
-	nil,                                  // 191: mesos.v1.Volume.Source.CSIVolume.StaticProvisioning.VolumeContextEntry
-	(*TTYInfo_WindowSize)(nil),           // 192: mesos.v1.TTYInfo.WindowSize
-	(*Image_Appc)(nil),                   // 193: mesos.v1.Image.Appc
-	(*Image_Docker)(nil),                 // 194: mesos.v1.Image.Docker
-	(*ResourceProviderInfo_Storage)(nil), // 195: mesos.v1.ResourceProviderInfo.Storage
-	(*ResourceUsage_Executor)(nil),       // 196: mesos.v1.ResourceUsage.Executor
-	(*ResourceUsage_Executor_Task)(nil),  // 197: mesos.v1.ResourceUsage.Executor.Task
-	(*Secret_Reference)(nil),             // 198: mesos.v1.Secret.Reference
-	(*Secret_Value)(nil),                 // 199: mesos.v1.Secret.Value
-	(*RLimitInfo_RLimit)(nil),            // 200: mesos.v1.RLimitInfo.RLimit
-	(*Device_Number)(nil),                // 201: mesos.v1.Device.Number
+	(*Resource_RevocableInfo_ThrottleInfo)(nil),                  // 144: mesos.v1.Resource.RevocableInfo.ThrottleInfo
+	(*Offer_Operation)(nil),                                      // 145: mesos.v1.Offer.Operation
+	(*Offer_Operation_Launch)(nil),                               // 146: mesos.v1.Offer.Operation.Launch
+	(*Offer_Operation_LaunchGroup)(nil),                          // 147: mesos.v1.Offer.Operation.LaunchGroup
+	(*Offer_Operation_Reserve)(nil),                              // 148: mesos.v1.Offer.Operation.Reserve
+	(*Offer_Operation_Unreserve)(nil),                            // 149: mesos.v1.Offer.Operation.Unreserve
+	(*Offer_Operation_Create)(nil),                               // 150: mesos.v1.Offer.Operation.Create
+	(*Offer_Operation_Destroy)(nil),                              // 151: mesos.v1.Offer.Operation.Destroy
+	(*Offer_Operation_GrowVolume)(nil),                           // 152: mesos.v1.Offer.Operation.GrowVolume
+	(*Offer_Operation_ShrinkVolume)(nil),                         // 153: mesos.v1.Offer.Operation.ShrinkVolume
+	(*Offer_Operation_CreateDisk)(nil),                           // 154: mesos.v1.Offer.Operation.CreateDisk
+	(*Offer_Operation_DestroyDisk)(nil),                          // 155: mesos.v1.Offer.Operation.DestroyDisk
+	nil,                                                          // 156: mesos.v1.TaskInfo.LimitsEntry
+	nil,                                                          // 157: mesos.v1.Task.LimitsEntry
+	(*Environment_Variable)(nil),                                 // 158: mesos.v1.Environment.Variable
+	(*HealthCheck_HTTPCheckInfo)(nil),                            // 159: mesos.v1.HealthCheck.HTTPCheckInfo
+	(*HealthCheck_TCPCheckInfo)(nil),                             // 160: mesos.v1.HealthCheck.TCPCheckInfo
+	(*CheckInfo_Command)(nil),                                    // 161: mesos.v1.CheckInfo.Command
+	(*CheckInfo_Http)(nil),                                       // 162: mesos.v1.CheckInfo.Http
+	(*CheckInfo_Tcp)(nil),                                        // 163: mesos.v1.CheckInfo.Tcp
+	(*CheckStatusInfo_Command)(nil),                              // 164: mesos.v1.CheckStatusInfo.Command
+	(*CheckStatusInfo_Http)(nil),                                 // 165: mesos.v1.CheckStatusInfo.Http
+	(*CheckStatusInfo_Tcp)(nil),                                  // 166: mesos.v1.CheckStatusInfo.Tcp
+	(*ContainerInfo_DockerInfo)(nil),                             // 167: mesos.v1.ContainerInfo.DockerInfo
+	(*ContainerInfo_MesosInfo)(nil),                              // 168: mesos.v1.ContainerInfo.MesosInfo
+	(*ContainerInfo_DockerInfo_PortMapping)(nil),                 // 169: mesos.v1.ContainerInfo.DockerInfo.PortMapping
+	(*CgroupInfo_Blkio)(nil),                                     // 170: mesos.v1.CgroupInfo.Blkio
+	(*CgroupInfo_NetCls)(nil),                                    // 171: mesos.v1.CgroupInfo.NetCls
+	(*CgroupInfo_Blkio_Value)(nil),                               // 172: mesos.v1.CgroupInfo.Blkio.Value
+	(*CgroupInfo_Blkio_CFQ)(nil),                                 // 173: mesos.v1.CgroupInfo.Blkio.CFQ
+	(*CgroupInfo_Blkio_Throttling)(nil),                          // 174: mesos.v1.CgroupInfo.Blkio.Throttling
+	(*CgroupInfo_Blkio_Statistics)(nil),                          // 175: mesos.v1.CgroupInfo.Blkio.Statistics
+	(*CgroupInfo_Blkio_CFQ_Statistics)(nil),                      // 176: mesos.v1.CgroupInfo.Blkio.CFQ.Statistics
+	(*CgroupInfo_Blkio_Throttling_Statistics)(nil),               // 177: mesos.v1.CgroupInfo.Blkio.Throttling.Statistics
+	(*NetworkInfo_IPAddress)(nil),                                // 178: mesos.v1.NetworkInfo.IPAddress
+	(*NetworkInfo_PortMapping)(nil),                              // 179: mesos.v1.NetworkInfo.PortMapping
+	(*Volume_Source)(nil),                                        // 180: mesos.v1.Volume.Source
+	(*Volume_Source_DockerVolume)(nil),                           // 181: mesos.v1.Volume.Source.DockerVolume
+	(*Volume_Source_HostPath)(nil),                               // 182: mesos.v1.Volume.Source.HostPath
+	(*Volume_Source_SandboxPath)(nil),                            // 183: mesos.v1.Volume.Source.SandboxPath
+	(*Volume_Source_CSIVolume)(nil),                              // 184: mesos.v1.Volume.Source.CSIVolume
+	(*Volume_Source_CSIVolume_VolumeCapability)(nil),             // 185: mesos.v1.Volume.Source.CSIVolume.VolumeCapability
+	(*Volume_Source_CSIVolume_StaticProvisioning)(nil),           // 186: mesos.v1.Volume.Source.CSIVolume.StaticProvisioning
+	(*Volume_Source_CSIVolume_VolumeCapability_BlockVolume)(nil), // 187: mesos.v1.Volume.Source.CSIVolume.VolumeCapability.BlockVolume
+	(*Volume_Source_CSIVolume_VolumeCapability_MountVolume)(nil), // 188: mesos.v1.Volume.Source.CSIVolume.VolumeCapability.MountVolume
+	(*Volume_Source_CSIVolume_VolumeCapability_AccessMode)(nil),  // 189: mesos.v1.Volume.Source.CSIVolume.VolumeCapability.AccessMode
+	nil,                                  // 190: mesos.v1.Volume.Source.CSIVolume.StaticProvisioning.NodeStageSecretsEntry
+	nil,                                  // 191: mesos.v1.Volume.Source.CSIVolume.StaticProvisioning.NodePublishSecretsEntry
+	nil,                                  // 192: mesos.v1.Volume.Source.CSIVolume.StaticProvisioning.VolumeContextEntry
+	(*TTYInfo_WindowSize)(nil),           // 193: mesos.v1.TTYInfo.WindowSize
+	(*Image_Appc)(nil),                   // 194: mesos.v1.Image.Appc
+	(*Image_Docker)(nil),                 // 195: mesos.v1.Image.Docker
+	(*ResourceProviderInfo_Storage)(nil), // 196: mesos.v1.ResourceProviderInfo.Storage
+	(*ResourceUsage_Executor)(nil),       // 197: mesos.v1.ResourceUsage.Executor
+	(*ResourceUsage_Executor_Task)(nil),  // 198: mesos.v1.ResourceUsage.Executor.Task
+	(*Secret_Reference)(nil),             // 199: mesos.v1.Secret.Reference
+	(*Secret_Value)(nil),                 // 200: mesos.v1.Secret.Value
+	(*RLimitInfo_RLimit)(nil),            // 201: mesos.v1.RLimitInfo.RLimit
+	(*Device_Number)(nil),                // 202: mesos.v1.Device.Number
 }
 var file_mesos_v1_mesos_proto_depIdxs = []int32{
 	38,  // 0: mesos.v1.ContainerID.parent:type_name -> mesos.v1.ContainerID
@@ -15375,7 +15422,7 @@ var file_mesos_v1_mesos_proto_depIdxs = []int32{
 	70,  // 75: mesos.v1.TaskInfo.labels:type_name -> mesos.v1.Labels
 	74,  // 76: mesos.v1.TaskInfo.discovery:type_name -> mesos.v1.DiscoveryInfo
 	42,  // 77: mesos.v1.TaskInfo.max_completion_time:type_name -> mesos.v1.DurationInfo
-	155, // 78: mesos.v1.TaskInfo.limits:type_name -> mesos.v1.TaskInfo.LimitsEntry
+	156, // 78: mesos.v1.TaskInfo.limits:type_name -> mesos.v1.TaskInfo.LimitsEntry
 	59,  // 79: mesos.v1.TaskGroupInfo.tasks:type_name -> mesos.v1.TaskInfo
 	36,  // 80: mesos.v1.Task.task_id:type_name -> mesos.v1.TaskID
 	33,  // 81: mesos.v1.Task.framework_id:type_name -> mesos.v1.FrameworkID
@@ -15390,7 +15437,7 @@ var file_mesos_v1_mesos_proto_depIdxs = []int32{
 	79,  // 90: mesos.v1.Task.container:type_name -> mesos.v1.ContainerInfo
 	76,  // 91: mesos.v1.Task.health_check:type_name -> mesos.v1.HealthCheck
 	75,  // 92: mesos.v1.Task.kill_policy:type_name -> mesos.v1.KillPolicy
-	156, // 93: mesos.v1.Task.limits:type_name -> mesos.v1.Task.LimitsEntry
+	157, // 93: mesos.v1.Task.limits:type_name -> mesos.v1.Task.LimitsEntry
 	55,  // 94: mesos.v1.TaskResourceLimitation.resources:type_name -> mesos.v1.Resource
 	36,  // 95: mesos.v1.TaskStatus.task_id:type_name -> mesos.v1.TaskID
 	0,   // 96: mesos.v1.TaskStatus.state:type_name -> mesos.v1.TaskState
@@ -15405,7 +15452,7 @@ var file_mesos_v1_mesos_proto_depIdxs = []int32{
 	62,  // 105: mesos.v1.TaskStatus.limitation:type_name -> mesos.v1.TaskResourceLimitation
 	33,  // 106: mesos.v1.Operation.framework_id:type_name -> mesos.v1.FrameworkID
 	35,  // 107: mesos.v1.Operation.agent_id:type_name -> mesos.v1.AgentID
-	144, // 108: mesos.v1.Operation.info:type_name -> mesos.v1.Offer.Operation
+	145, // 108: mesos.v1.Operation.info:type_name -> mesos.v1.Offer.Operation
 	66,  // 109: mesos.v1.Operation.latest_status:type_name -> mesos.v1.OperationStatus
 	66,  // 110: mesos.v1.Operation.statuses:type_name -> mesos.v1.OperationStatus
 	45,  // 111: mesos.v1.Operation.uuid:type_name -> mesos.v1.UUID
@@ -15415,7 +15462,7 @@ var file_mesos_v1_mesos_proto_depIdxs = []int32{
 	45,  // 115: mesos.v1.OperationStatus.uuid:type_name -> mesos.v1.UUID
 	35,  // 116: mesos.v1.OperationStatus.agent_id:type_name -> mesos.v1.AgentID
 	39,  // 117: mesos.v1.OperationStatus.resource_provider_id:type_name -> mesos.v1.ResourceProviderID
-	157, // 118: mesos.v1.Environment.variables:type_name -> mesos.v1.Environment.Variable
+	158, // 118: mesos.v1.Environment.variables:type_name -> mesos.v1.Environment.Variable
 	68,  // 119: mesos.v1.Parameters.parameter:type_name -> mesos.v1.Parameter
 	71,  // 120: mesos.v1.Labels.labels:type_name -> mesos.v1.Label
 	14,  // 121: mesos.v1.Port.visibility:type_name -> mesos.v1.DiscoveryInfo.Visibility
@@ -15427,20 +15474,20 @@ var file_mesos_v1_mesos_proto_depIdxs = []int32{
 	42,  // 127: mesos.v1.KillPolicy.grace_period:type_name -> mesos.v1.DurationInfo
 	15,  // 128: mesos.v1.HealthCheck.type:type_name -> mesos.v1.HealthCheck.Type
 	48,  // 129: mesos.v1.HealthCheck.command:type_name -> mesos.v1.CommandInfo
-	158, // 130: mesos.v1.HealthCheck.http:type_name -> mesos.v1.HealthCheck.HTTPCheckInfo
-	159, // 131: mesos.v1.HealthCheck.tcp:type_name -> mesos.v1.HealthCheck.TCPCheckInfo
+	159, // 130: mesos.v1.HealthCheck.http:type_name -> mesos.v1.HealthCheck.HTTPCheckInfo
+	160, // 131: mesos.v1.HealthCheck.tcp:type_name -> mesos.v1.HealthCheck.TCPCheckInfo
 	16,  // 132: mesos.v1.CheckInfo.type:type_name -> mesos.v1.CheckInfo.Type
-	160, // 133: mesos.v1.CheckInfo.command:type_name -> mesos.v1.CheckInfo.Command
-	161, // 134: mesos.v1.CheckInfo.http:type_name -> mesos.v1.CheckInfo.Http
-	162, // 135: mesos.v1.CheckInfo.tcp:type_name -> mesos.v1.CheckInfo.Tcp
+	161, // 133: mesos.v1.CheckInfo.command:type_name -> mesos.v1.CheckInfo.Command
+	162, // 134: mesos.v1.CheckInfo.http:type_name -> mesos.v1.CheckInfo.Http
+	163, // 135: mesos.v1.CheckInfo.tcp:type_name -> mesos.v1.CheckInfo.Tcp
 	16,  // 136: mesos.v1.CheckStatusInfo.type:type_name -> mesos.v1.CheckInfo.Type
-	163, // 137: mesos.v1.CheckStatusInfo.command:type_name -> mesos.v1.CheckStatusInfo.Command
-	164, // 138: mesos.v1.CheckStatusInfo.http:type_name -> mesos.v1.CheckStatusInfo.Http
-	165, // 139: mesos.v1.CheckStatusInfo.tcp:type_name -> mesos.v1.CheckStatusInfo.Tcp
+	164, // 137: mesos.v1.CheckStatusInfo.command:type_name -> mesos.v1.CheckStatusInfo.Command
+	165, // 138: mesos.v1.CheckStatusInfo.http:type_name -> mesos.v1.CheckStatusInfo.Http
+	166, // 139: mesos.v1.CheckStatusInfo.tcp:type_name -> mesos.v1.CheckStatusInfo.Tcp
 	17,  // 140: mesos.v1.ContainerInfo.type:type_name -> mesos.v1.ContainerInfo.Type
 	83,  // 141: mesos.v1.ContainerInfo.volumes:type_name -> mesos.v1.Volume
-	166, // 142: mesos.v1.ContainerInfo.docker:type_name -> mesos.v1.ContainerInfo.DockerInfo
-	167, // 143: mesos.v1.ContainerInfo.mesos:type_name -> mesos.v1.ContainerInfo.MesosInfo
+	167, // 142: mesos.v1.ContainerInfo.docker:type_name -> mesos.v1.ContainerInfo.DockerInfo
+	168, // 143: mesos.v1.ContainerInfo.mesos:type_name -> mesos.v1.ContainerInfo.MesosInfo
 	82,  // 144: mesos.v1.ContainerInfo.network_infos:type_name -> mesos.v1.NetworkInfo
 	116, // 145: mesos.v1.ContainerInfo.linux_info:type_name -> mesos.v1.LinuxInfo
 	117, // 146: mesos.v1.ContainerInfo.rlimit_info:type_name -> mesos.v1.RLimitInfo
@@ -15448,17 +15495,17 @@ var file_mesos_v1_mesos_proto_depIdxs = []int32{
 	38,  // 148: mesos.v1.ContainerStatus.container_id:type_name -> mesos.v1.ContainerID
 	82,  // 149: mesos.v1.ContainerStatus.network_infos:type_name -> mesos.v1.NetworkInfo
 	81,  // 150: mesos.v1.ContainerStatus.cgroup_info:type_name -> mesos.v1.CgroupInfo
-	170, // 151: mesos.v1.CgroupInfo.net_cls:type_name -> mesos.v1.CgroupInfo.NetCls
-	177, // 152: mesos.v1.NetworkInfo.ip_addresses:type_name -> mesos.v1.NetworkInfo.IPAddress
+	171, // 151: mesos.v1.CgroupInfo.net_cls:type_name -> mesos.v1.CgroupInfo.NetCls
+	178, // 152: mesos.v1.NetworkInfo.ip_addresses:type_name -> mesos.v1.NetworkInfo.IPAddress
 	70,  // 153: mesos.v1.NetworkInfo.labels:type_name -> mesos.v1.Labels
-	178, // 154: mesos.v1.NetworkInfo.port_mappings:type_name -> mesos.v1.NetworkInfo.PortMapping
+	179, // 154: mesos.v1.NetworkInfo.port_mappings:type_name -> mesos.v1.NetworkInfo.PortMapping
 	21,  // 155: mesos.v1.Volume.mode:type_name -> mesos.v1.Volume.Mode
 	85,  // 156: mesos.v1.Volume.image:type_name -> mesos.v1.Image
-	179, // 157: mesos.v1.Volume.source:type_name -> mesos.v1.Volume.Source
-	192, // 158: mesos.v1.TTYInfo.window_size:type_name -> mesos.v1.TTYInfo.WindowSize
+	180, // 157: mesos.v1.Volume.source:type_name -> mesos.v1.Volume.Source
+	193, // 158: mesos.v1.TTYInfo.window_size:type_name -> mesos.v1.TTYInfo.WindowSize
 	25,  // 159: mesos.v1.Image.type:type_name -> mesos.v1.Image.Type
-	193, // 160: mesos.v1.Image.appc:type_name -> mesos.v1.Image.Appc
-	194, // 161: mesos.v1.Image.docker:type_name -> mesos.v1.Image.Docker
+	194, // 160: mesos.v1.Image.appc:type_name -> mesos.v1.Image.Appc
+	195, // 161: mesos.v1.Image.docker:type_name -> mesos.v1.Image.Docker
 	41,  // 162: mesos.v1.Unavailability.start:type_name -> mesos.v1.TimeInfo
 	42,  // 163: mesos.v1.Unavailability.duration:type_name -> mesos.v1.DurationInfo
 	87,  // 164: mesos.v1.MachineInfo.id:type_name -> mesos.v1.MachineID
@@ -15480,7 +15527,7 @@ var file_mesos_v1_mesos_proto_depIdxs = []int32{
 	39,  // 180: mesos.v1.ResourceProviderInfo.id:type_name -> mesos.v1.ResourceProviderID
 	54,  // 181: mesos.v1.ResourceProviderInfo.attributes:type_name -> mesos.v1.Attribute
 	136, // 182: mesos.v1.ResourceProviderInfo.default_reservations:type_name -> mesos.v1.Resource.ReservationInfo
-	195, // 183: mesos.v1.ResourceProviderInfo.storage:type_name -> mesos.v1.ResourceProviderInfo.Storage
+	196, // 183: mesos.v1.ResourceProviderInfo.storage:type_name -> mesos.v1.ResourceProviderInfo.Storage
 	103, // 184: mesos.v1.SNMPStatistics.ip_stats:type_name -> mesos.v1.IpStatistics
 	104, // 185: mesos.v1.SNMPStatistics.icmp_stats:type_name -> mesos.v1.IcmpStatistics
 	105, // 186: mesos.v1.SNMPStatistics.tcp_stats:type_name -> mesos.v1.TcpStatistics
@@ -15488,15 +15535,15 @@ var file_mesos_v1_mesos_proto_depIdxs = []int32{
 	141, // 188: mesos.v1.DiskStatistics.source:type_name -> mesos.v1.Resource.DiskInfo.Source
 	140, // 189: mesos.v1.DiskStatistics.persistence:type_name -> mesos.v1.Resource.DiskInfo.Persistence
 	108, // 190: mesos.v1.ResourceStatistics.disk_statistics:type_name -> mesos.v1.DiskStatistics
-	174, // 191: mesos.v1.ResourceStatistics.blkio_statistics:type_name -> mesos.v1.CgroupInfo.Blkio.Statistics
+	175, // 191: mesos.v1.ResourceStatistics.blkio_statistics:type_name -> mesos.v1.CgroupInfo.Blkio.Statistics
 	111, // 192: mesos.v1.ResourceStatistics.perf:type_name -> mesos.v1.PerfStatistics
 	102, // 193: mesos.v1.ResourceStatistics.net_traffic_control_statistics:type_name -> mesos.v1.TrafficControlStatistics
 	107, // 194: mesos.v1.ResourceStatistics.net_snmp_statistics:type_name -> mesos.v1.SNMPStatistics
-	196, // 195: mesos.v1.ResourceUsage.executors:type_name -> mesos.v1.ResourceUsage.Executor
+	197, // 195: mesos.v1.ResourceUsage.executors:type_name -> mesos.v1.ResourceUsage.Executor
 	55,  // 196: mesos.v1.ResourceUsage.total:type_name -> mesos.v1.Resource
 	28,  // 197: mesos.v1.Secret.type:type_name -> mesos.v1.Secret.Type
-	198, // 198: mesos.v1.Secret.reference:type_name -> mesos.v1.Secret.Reference
-	199, // 199: mesos.v1.Secret.value:type_name -> mesos.v1.Secret.Value
+	199, // 198: mesos.v1.Secret.reference:type_name -> mesos.v1.Secret.Reference
+	200, // 199: mesos.v1.Secret.value:type_name -> mesos.v1.Secret.Value
 	29,  // 200: mesos.v1.MountPropagation.mode:type_name -> mesos.v1.MountPropagation.Mode
 	30,  // 201: mesos.v1.CapabilityInfo.capabilities:type_name -> mesos.v1.CapabilityInfo.Capability
 	114, // 202: mesos.v1.LinuxInfo.capability_info:type_name -> mesos.v1.CapabilityInfo
@@ -15504,8 +15551,8 @@ var file_mesos_v1_mesos_proto_depIdxs = []int32{
 	114, // 204: mesos.v1.LinuxInfo.effective_capabilities:type_name -> mesos.v1.CapabilityInfo
 	115, // 205: mesos.v1.LinuxInfo.seccomp:type_name -> mesos.v1.SeccompInfo
 	31,  // 206: mesos.v1.LinuxInfo.ipc_mode:type_name -> mesos.v1.LinuxInfo.IpcMode
-	200, // 207: mesos.v1.RLimitInfo.rlimits:type_name -> mesos.v1.RLimitInfo.RLimit
-	201, // 208: mesos.v1.Device.number:type_name -> mesos.v1.Device.Number
+	201, // 207: mesos.v1.RLimitInfo.rlimits:type_name -> mesos.v1.RLimitInfo.RLimit
+	202, // 208: mesos.v1.Device.number:type_name -> mesos.v1.Device.Number
 	3,   // 209: mesos.v1.FrameworkInfo.Capability.type:type_name -> mesos.v1.FrameworkInfo.Capability.Type
 	47,  // 210: mesos.v1.FrameworkInfo.OfferFiltersEntry.value:type_name -> mesos.v1.OfferFilters
 	123, // 211: mesos.v1.OfferFilters.ResourceQuantities.quantities:type_name -> mesos.v1.OfferFilters.ResourceQuantities.QuantitiesEntry
@@ -15521,101 +15568,102 @@ var file_mesos_v1_mesos_proto_depIdxs = []int32{
 	140, // 221: mesos.v1.Resource.DiskInfo.persistence:type_name -> mesos.v1.Resource.DiskInfo.Persistence
 	83,  // 222: mesos.v1.Resource.DiskInfo.volume:type_name -> mesos.v1.Volume
 	141, // 223: mesos.v1.Resource.DiskInfo.source:type_name -> mesos.v1.Resource.DiskInfo.Source
-	9,   // 224: mesos.v1.Resource.DiskInfo.Source.type:type_name -> mesos.v1.Resource.DiskInfo.Source.Type
-	142, // 225: mesos.v1.Resource.DiskInfo.Source.path:type_name -> mesos.v1.Resource.DiskInfo.Source.Path
-	143, // 226: mesos.v1.Resource.DiskInfo.Source.mount:type_name -> mesos.v1.Resource.DiskInfo.Source.Mount
-	70,  // 227: mesos.v1.Resource.DiskInfo.Source.metadata:type_name -> mesos.v1.Labels
-	10,  // 228: mesos.v1.Offer.Operation.type:type_name -> mesos.v1.Offer.Operation.Type
-	40,  // 229: mesos.v1.Offer.Operation.id:type_name -> mesos.v1.OperationID
-	145, // 230: mesos.v1.Offer.Operation.launch:type_name -> mesos.v1.Offer.Operation.Launch
-	146, // 231: mesos.v1.Offer.Operation.launch_group:type_name -> mesos.v1.Offer.Operation.LaunchGroup
-	147, // 232: mesos.v1.Offer.Operation.reserve:type_name -> mesos.v1.Offer.Operation.Reserve
-	148, // 233: mesos.v1.Offer.Operation.unreserve:type_name -> mesos.v1.Offer.Operation.Unreserve
-	149, // 234: mesos.v1.Offer.Operation.create:type_name -> mesos.v1.Offer.Operation.Create
-	150, // 235: mesos.v1.Offer.Operation.destroy:type_name -> mesos.v1.Offer.Operation.Destroy
-	151, // 236: mesos.v1.Offer.Operation.grow_volume:type_name -> mesos.v1.Offer.Operation.GrowVolume
-	152, // 237: mesos.v1.Offer.Operation.shrink_volume:type_name -> mesos.v1.Offer.Operation.ShrinkVolume
-	153, // 238: mesos.v1.Offer.Operation.create_disk:type_name -> mesos.v1.Offer.Operation.CreateDisk
-	154, // 239: mesos.v1.Offer.Operation.destroy_disk:type_name -> mesos.v1.Offer.Operation.DestroyDisk
-	59,  // 240: mesos.v1.Offer.Operation.Launch.task_infos:type_name -> mesos.v1.TaskInfo
-	49,  // 241: mesos.v1.Offer.Operation.LaunchGroup.executor:type_name -> mesos.v1.ExecutorInfo
-	60,  // 242: mesos.v1.Offer.Operation.LaunchGroup.task_group:type_name -> mesos.v1.TaskGroupInfo
-	55,  // 243: mesos.v1.Offer.Operation.Reserve.source:type_name -> mesos.v1.Resource
-	55,  // 244: mesos.v1.Offer.Operation.Reserve.resources:type_name -> mesos.v1.Resource
-	55,  // 245: mesos.v1.Offer.Operation.Unreserve.resources:type_name -> mesos.v1.Resource
-	55,  // 246: mesos.v1.Offer.Operation.Create.volumes:type_name -> mesos.v1.Resource
-	55,  // 247: mesos.v1.Offer.Operation.Destroy.volumes:type_name -> mesos.v1.Resource
-	55,  // 248: mesos.v1.Offer.Operation.GrowVolume.volume:type_name -> mesos.v1.Resource
-	55,  // 249: mesos.v1.Offer.Operation.GrowVolume.addition:type_name -> mesos.v1.Resource
-	55,  // 250: mesos.v1.Offer.Operation.ShrinkVolume.volume:type_name -> mesos.v1.Resource
-	130, // 251: mesos.v1.Offer.Operation.ShrinkVolume.subtract:type_name -> mesos.v1.Value.Scalar
-	55,  // 252: mesos.v1.Offer.Operation.CreateDisk.source:type_name -> mesos.v1.Resource
-	9,   // 253: mesos.v1.Offer.Operation.CreateDisk.target_type:type_name -> mesos.v1.Resource.DiskInfo.Source.Type
-	55,  // 254: mesos.v1.Offer.Operation.DestroyDisk.source:type_name -> mesos.v1.Resource
-	130, // 255: mesos.v1.TaskInfo.LimitsEntry.value:type_name -> mesos.v1.Value.Scalar
-	130, // 256: mesos.v1.Task.LimitsEntry.value:type_name -> mesos.v1.Value.Scalar
-	13,  // 257: mesos.v1.Environment.Variable.type:type_name -> mesos.v1.Environment.Variable.Type
-	112, // 258: mesos.v1.Environment.Variable.secret:type_name -> mesos.v1.Secret
-	20,  // 259: mesos.v1.HealthCheck.HTTPCheckInfo.protocol:type_name -> mesos.v1.NetworkInfo.Protocol
-	20,  // 260: mesos.v1.HealthCheck.TCPCheckInfo.protocol:type_name -> mesos.v1.NetworkInfo.Protocol
-	48,  // 261: mesos.v1.CheckInfo.Command.command:type_name -> mesos.v1.CommandInfo
-	18,  // 262: mesos.v1.ContainerInfo.DockerInfo.network:type_name -> mesos.v1.ContainerInfo.DockerInfo.Network
-	168, // 263: mesos.v1.ContainerInfo.DockerInfo.port_mappings:type_name -> mesos.v1.ContainerInfo.DockerInfo.PortMapping
-	68,  // 264: mesos.v1.ContainerInfo.DockerInfo.parameters:type_name -> mesos.v1.Parameter
-	85,  // 265: mesos.v1.ContainerInfo.MesosInfo.image:type_name -> mesos.v1.Image
-	19,  // 266: mesos.v1.CgroupInfo.Blkio.Value.op:type_name -> mesos.v1.CgroupInfo.Blkio.Operation
-	175, // 267: mesos.v1.CgroupInfo.Blkio.Statistics.cfq:type_name -> mesos.v1.CgroupInfo.Blkio.CFQ.Statistics
-	175, // 268: mesos.v1.CgroupInfo.Blkio.Statistics.cfq_recursive:type_name -> mesos.v1.CgroupInfo.Blkio.CFQ.Statistics
-	176, // 269: mesos.v1.CgroupInfo.Blkio.Statistics.throttling:type_name -> mesos.v1.CgroupInfo.Blkio.Throttling.Statistics
-	201, // 270: mesos.v1.CgroupInfo.Blkio.CFQ.Statistics.device:type_name -> mesos.v1.Device.Number
-	171, // 271: mesos.v1.CgroupInfo.Blkio.CFQ.Statistics.io_serviced:type_name -> mesos.v1.CgroupInfo.Blkio.Value
-	171, // 272: mesos.v1.CgroupInfo.Blkio.CFQ.Statistics.io_service_bytes:type_name -> mesos.v1.CgroupInfo.Blkio.Value
-	171, // 273: mesos.v1.CgroupInfo.Blkio.CFQ.Statistics.io_service_time:type_name -> mesos.v1.CgroupInfo.Blkio.Value
-	171, // 274: mesos.v1.CgroupInfo.Blkio.CFQ.Statistics.io_wait_time:type_name -> mesos.v1.CgroupInfo.Blkio.Value
-	171, // 275: mesos.v1.CgroupInfo.Blkio.CFQ.Statistics.io_merged:type_name -> mesos.v1.CgroupInfo.Blkio.Value
-	171, // 276: mesos.v1.CgroupInfo.Blkio.CFQ.Statistics.io_queued:type_name -> mesos.v1.CgroupInfo.Blkio.Value
-	201, // 277: mesos.v1.CgroupInfo.Blkio.Throttling.Statistics.device:type_name -> mesos.v1.Device.Number
-	171, // 278: mesos.v1.CgroupInfo.Blkio.Throttling.Statistics.io_serviced:type_name -> mesos.v1.CgroupInfo.Blkio.Value
-	171, // 279: mesos.v1.CgroupInfo.Blkio.Throttling.Statistics.io_service_bytes:type_name -> mesos.v1.CgroupInfo.Blkio.Value
-	20,  // 280: mesos.v1.NetworkInfo.IPAddress.protocol:type_name -> mesos.v1.NetworkInfo.Protocol
-	22,  // 281: mesos.v1.Volume.Source.type:type_name -> mesos.v1.Volume.Source.Type
-	180, // 282: mesos.v1.Volume.Source.docker_volume:type_name -> mesos.v1.Volume.Source.DockerVolume
-	181, // 283: mesos.v1.Volume.Source.host_path:type_name -> mesos.v1.Volume.Source.HostPath
-	182, // 284: mesos.v1.Volume.Source.sandbox_path:type_name -> mesos.v1.Volume.Source.SandboxPath
-	112, // 285: mesos.v1.Volume.Source.secret:type_name -> mesos.v1.Secret
-	183, // 286: mesos.v1.Volume.Source.csi_volume:type_name -> mesos.v1.Volume.Source.CSIVolume
-	69,  // 287: mesos.v1.Volume.Source.DockerVolume.driver_options:type_name -> mesos.v1.Parameters
-	113, // 288: mesos.v1.Volume.Source.HostPath.mount_propagation:type_name -> mesos.v1.MountPropagation
-	23,  // 289: mesos.v1.Volume.Source.SandboxPath.type:type_name -> mesos.v1.Volume.Source.SandboxPath.Type
-	185, // 290: mesos.v1.Volume.Source.CSIVolume.static_provisioning:type_name -> mesos.v1.Volume.Source.CSIVolume.StaticProvisioning
-	186, // 291: mesos.v1.Volume.Source.CSIVolume.VolumeCapability.block:type_name -> mesos.v1.Volume.Source.CSIVolume.VolumeCapability.BlockVolume
-	187, // 292: mesos.v1.Volume.Source.CSIVolume.VolumeCapability.mount:type_name -> mesos.v1.Volume.Source.CSIVolume.VolumeCapability.MountVolume
-	188, // 293: mesos.v1.Volume.Source.CSIVolume.VolumeCapability.access_mode:type_name -> mesos.v1.Volume.Source.CSIVolume.VolumeCapability.AccessMode
-	184, // 294: mesos.v1.Volume.Source.CSIVolume.StaticProvisioning.volume_capability:type_name -> mesos.v1.Volume.Source.CSIVolume.VolumeCapability
-	189, // 295: mesos.v1.Volume.Source.CSIVolume.StaticProvisioning.node_stage_secrets:type_name -> mesos.v1.Volume.Source.CSIVolume.StaticProvisioning.NodeStageSecretsEntry
-	190, // 296: mesos.v1.Volume.Source.CSIVolume.StaticProvisioning.node_publish_secrets:type_name -> mesos.v1.Volume.Source.CSIVolume.StaticProvisioning.NodePublishSecretsEntry
-	191, // 297: mesos.v1.Volume.Source.CSIVolume.StaticProvisioning.volume_context:type_name -> mesos.v1.Volume.Source.CSIVolume.StaticProvisioning.VolumeContextEntry
-	24,  // 298: mesos.v1.Volume.Source.CSIVolume.VolumeCapability.AccessMode.mode:type_name -> mesos.v1.Volume.Source.CSIVolume.VolumeCapability.AccessMode.Mode
-	112, // 299: mesos.v1.Volume.Source.CSIVolume.StaticProvisioning.NodeStageSecretsEntry.value:type_name -> mesos.v1.Secret
-	112, // 300: mesos.v1.Volume.Source.CSIVolume.StaticProvisioning.NodePublishSecretsEntry.value:type_name -> mesos.v1.Secret
-	70,  // 301: mesos.v1.Image.Appc.labels:type_name -> mesos.v1.Labels
-	97,  // 302: mesos.v1.Image.Docker.credential:type_name -> mesos.v1.Credential
-	112, // 303: mesos.v1.Image.Docker.config:type_name -> mesos.v1.Secret
-	100, // 304: mesos.v1.ResourceProviderInfo.Storage.plugin:type_name -> mesos.v1.CSIPluginInfo
-	49,  // 305: mesos.v1.ResourceUsage.Executor.executor_info:type_name -> mesos.v1.ExecutorInfo
-	55,  // 306: mesos.v1.ResourceUsage.Executor.allocated:type_name -> mesos.v1.Resource
-	109, // 307: mesos.v1.ResourceUsage.Executor.statistics:type_name -> mesos.v1.ResourceStatistics
-	38,  // 308: mesos.v1.ResourceUsage.Executor.container_id:type_name -> mesos.v1.ContainerID
-	197, // 309: mesos.v1.ResourceUsage.Executor.tasks:type_name -> mesos.v1.ResourceUsage.Executor.Task
-	36,  // 310: mesos.v1.ResourceUsage.Executor.Task.id:type_name -> mesos.v1.TaskID
-	55,  // 311: mesos.v1.ResourceUsage.Executor.Task.resources:type_name -> mesos.v1.Resource
-	70,  // 312: mesos.v1.ResourceUsage.Executor.Task.labels:type_name -> mesos.v1.Labels
-	32,  // 313: mesos.v1.RLimitInfo.RLimit.type:type_name -> mesos.v1.RLimitInfo.RLimit.Type
-	314, // [314:314] is the sub-list for method output_type
-	314, // [314:314] is the sub-list for method input_type
-	314, // [314:314] is the sub-list for extension type_name
-	314, // [314:314] is the sub-list for extension extendee
-	0,   // [0:314] is the sub-list for field type_name
+	144, // 224: mesos.v1.Resource.RevocableInfo.throttle_info:type_name -> mesos.v1.Resource.RevocableInfo.ThrottleInfo
+	9,   // 225: mesos.v1.Resource.DiskInfo.Source.type:type_name -> mesos.v1.Resource.DiskInfo.Source.Type
+	142, // 226: mesos.v1.Resource.DiskInfo.Source.path:type_name -> mesos.v1.Resource.DiskInfo.Source.Path
+	143, // 227: mesos.v1.Resource.DiskInfo.Source.mount:type_name -> mesos.v1.Resource.DiskInfo.Source.Mount
+	70,  // 228: mesos.v1.Resource.DiskInfo.Source.metadata:type_name -> mesos.v1.Labels
+	10,  // 229: mesos.v1.Offer.Operation.type:type_name -> mesos.v1.Offer.Operation.Type
+	40,  // 230: mesos.v1.Offer.Operation.id:type_name -> mesos.v1.OperationID
+	146, // 231: mesos.v1.Offer.Operation.launch:type_name -> mesos.v1.Offer.Operation.Launch
+	147, // 232: mesos.v1.Offer.Operation.launch_group:type_name -> mesos.v1.Offer.Operation.LaunchGroup
+	148, // 233: mesos.v1.Offer.Operation.reserve:type_name -> mesos.v1.Offer.Operation.Reserve
+	149, // 234: mesos.v1.Offer.Operation.unreserve:type_name -> mesos.v1.Offer.Operation.Unreserve
+	150, // 235: mesos.v1.Offer.Operation.create:type_name -> mesos.v1.Offer.Operation.Create
+	151, // 236: mesos.v1.Offer.Operation.destroy:type_name -> mesos.v1.Offer.Operation.Destroy
+	152, // 237: mesos.v1.Offer.Operation.grow_volume:type_name -> mesos.v1.Offer.Operation.GrowVolume
+	153, // 238: mesos.v1.Offer.Operation.shrink_volume:type_name -> mesos.v1.Offer.Operation.ShrinkVolume
+	154, // 239: mesos.v1.Offer.Operation.create_disk:type_name -> mesos.v1.Offer.Operation.CreateDisk
+	155, // 240: mesos.v1.Offer.Operation.destroy_disk:type_name -> mesos.v1.Offer.Operation.DestroyDisk
+	59,  // 241: mesos.v1.Offer.Operation.Launch.task_infos:type_name -> mesos.v1.TaskInfo
+	49,  // 242: mesos.v1.Offer.Operation.LaunchGroup.executor:type_name -> mesos.v1.ExecutorInfo
+	60,  // 243: mesos.v1.Offer.Operation.LaunchGroup.task_group:type_name -> mesos.v1.TaskGroupInfo
+	55,  // 244: mesos.v1.Offer.Operation.Reserve.source:type_name -> mesos.v1.Resource
+	55,  // 245: mesos.v1.Offer.Operation.Reserve.resources:type_name -> mesos.v1.Resource
+	55,  // 246: mesos.v1.Offer.Operation.Unreserve.resources:type_name -> mesos.v1.Resource
+	55,  // 247: mesos.v1.Offer.Operation.Create.volumes:type_name -> mesos.v1.Resource
+	55,  // 248: mesos.v1.Offer.Operation.Destroy.volumes:type_name -> mesos.v1.Resource
+	55,  // 249: mesos.v1.Offer.Operation.GrowVolume.volume:type_name -> mesos.v1.Resource
+	55,  // 250: mesos.v1.Offer.Operation.GrowVolume.addition:type_name -> mesos.v1.Resource
+	55,  // 251: mesos.v1.Offer.Operation.ShrinkVolume.volume:type_name -> mesos.v1.Resource
+	130, // 252: mesos.v1.Offer.Operation.ShrinkVolume.subtract:type_name -> mesos.v1.Value.Scalar
+	55,  // 253: mesos.v1.Offer.Operation.CreateDisk.source:type_name -> mesos.v1.Resource
+	9,   // 254: mesos.v1.Offer.Operation.CreateDisk.target_type:type_name -> mesos.v1.Resource.DiskInfo.Source.Type
+	55,  // 255: mesos.v1.Offer.Operation.DestroyDisk.source:type_name -> mesos.v1.Resource
+	130, // 256: mesos.v1.TaskInfo.LimitsEntry.value:type_name -> mesos.v1.Value.Scalar
+	130, // 257: mesos.v1.Task.LimitsEntry.value:type_name -> mesos.v1.Value.Scalar
+	13,  // 258: mesos.v1.Environment.Variable.type:type_name -> mesos.v1.Environment.Variable.Type
+	112, // 259: mesos.v1.Environment.Variable.secret:type_name -> mesos.v1.Secret
+	20,  // 260: mesos.v1.HealthCheck.HTTPCheckInfo.protocol:type_name -> mesos.v1.NetworkInfo.Protocol
+	20,  // 261: mesos.v1.HealthCheck.TCPCheckInfo.protocol:type_name -> mesos.v1.NetworkInfo.Protocol
+	48,  // 262: mesos.v1.CheckInfo.Command.command:type_name -> mesos.v1.CommandInfo
+	18,  // 263: mesos.v1.ContainerInfo.DockerInfo.network:type_name -> mesos.v1.ContainerInfo.DockerInfo.Network
+	169, // 264: mesos.v1.ContainerInfo.DockerInfo.port_mappings:type_name -> mesos.v1.ContainerInfo.DockerInfo.PortMapping
+	68,  // 265: mesos.v1.ContainerInfo.DockerInfo.parameters:type_name -> mesos.v1.Parameter
+	85,  // 266: mesos.v1.ContainerInfo.MesosInfo.image:type_name -> mesos.v1.Image
+	19,  // 267: mesos.v1.CgroupInfo.Blkio.Value.op:type_name -> mesos.v1.CgroupInfo.Blkio.Operation
+	176, // 268: mesos.v1.CgroupInfo.Blkio.Statistics.cfq:type_name -> mesos.v1.CgroupInfo.Blkio.CFQ.Statistics
+	176, // 269: mesos.v1.CgroupInfo.Blkio.Statistics.cfq_recursive:type_name -> mesos.v1.CgroupInfo.Blkio.CFQ.Statistics
+	177, // 270: mesos.v1.CgroupInfo.Blkio.Statistics.throttling:type_name -> mesos.v1.CgroupInfo.Blkio.Throttling.Statistics
+	202, // 271: mesos.v1.CgroupInfo.Blkio.CFQ.Statistics.device:type_name -> mesos.v1.Device.Number
+	172, // 272: mesos.v1.CgroupInfo.Blkio.CFQ.Statistics.io_serviced:type_name -> mesos.v1.CgroupInfo.Blkio.Value
+	172, // 273: mesos.v1.CgroupInfo.Blkio.CFQ.Statistics.io_service_bytes:type_name -> mesos.v1.CgroupInfo.Blkio.Value
+	172, // 274: mesos.v1.CgroupInfo.Blkio.CFQ.Statistics.io_service_time:type_name -> mesos.v1.CgroupInfo.Blkio.Value
+	172, // 275: mesos.v1.CgroupInfo.Blkio.CFQ.Statistics.io_wait_time:type_name -> mesos.v1.CgroupInfo.Blkio.Value
+	172, // 276: mesos.v1.CgroupInfo.Blkio.CFQ.Statistics.io_merged:type_name -> mesos.v1.CgroupInfo.Blkio.Value
+	172, // 277: mesos.v1.CgroupInfo.Blkio.CFQ.Statistics.io_queued:type_name -> mesos.v1.CgroupInfo.Blkio.Value
+	202, // 278: mesos.v1.CgroupInfo.Blkio.Throttling.Statistics.device:type_name -> mesos.v1.Device.Number
+	172, // 279: mesos.v1.CgroupInfo.Blkio.Throttling.Statistics.io_serviced:type_name -> mesos.v1.CgroupInfo.Blkio.Value
+	172, // 280: mesos.v1.CgroupInfo.Blkio.Throttling.Statistics.io_service_bytes:type_name -> mesos.v1.CgroupInfo.Blkio.Value
+	20,  // 281: mesos.v1.NetworkInfo.IPAddress.protocol:type_name -> mesos.v1.NetworkInfo.Protocol
+	22,  // 282: mesos.v1.Volume.Source.type:type_name -> mesos.v1.Volume.Source.Type
+	181, // 283: mesos.v1.Volume.Source.docker_volume:type_name -> mesos.v1.Volume.Source.DockerVolume
+	182, // 284: mesos.v1.Volume.Source.host_path:type_name -> mesos.v1.Volume.Source.HostPath
+	183, // 285: mesos.v1.Volume.Source.sandbox_path:type_name -> mesos.v1.Volume.Source.SandboxPath
+	112, // 286: mesos.v1.Volume.Source.secret:type_name -> mesos.v1.Secret
+	184, // 287: mesos.v1.Volume.Source.csi_volume:type_name -> mesos.v1.Volume.Source.CSIVolume
+	69,  // 288: mesos.v1.Volume.Source.DockerVolume.driver_options:type_name -> mesos.v1.Parameters
+	113, // 289: mesos.v1.Volume.Source.HostPath.mount_propagation:type_name -> mesos.v1.MountPropagation
+	23,  // 290: mesos.v1.Volume.Source.SandboxPath.type:type_name -> mesos.v1.Volume.Source.SandboxPath.Type
+	186, // 291: mesos.v1.Volume.Source.CSIVolume.static_provisioning:type_name -> mesos.v1.Volume.Source.CSIVolume.StaticProvisioning
+	187, // 292: mesos.v1.Volume.Source.CSIVolume.VolumeCapability.block:type_name -> mesos.v1.Volume.Source.CSIVolume.VolumeCapability.BlockVolume
+	188, // 293: mesos.v1.Volume.Source.CSIVolume.VolumeCapability.mount:type_name -> mesos.v1.Volume.Source.CSIVolume.VolumeCapability.MountVolume
+	189, // 294: mesos.v1.Volume.Source.CSIVolume.VolumeCapability.access_mode:type_name -> mesos.v1.Volume.Source.CSIVolume.VolumeCapability.AccessMode
+	185, // 295: mesos.v1.Volume.Source.CSIVolume.StaticProvisioning.volume_capability:type_name -> mesos.v1.Volume.Source.CSIVolume.VolumeCapability
+	190, // 296: mesos.v1.Volume.Source.CSIVolume.StaticProvisioning.node_stage_secrets:type_name -> mesos.v1.Volume.Source.CSIVolume.StaticProvisioning.NodeStageSecretsEntry
+	191, // 297: mesos.v1.Volume.Source.CSIVolume.StaticProvisioning.node_publish_secrets:type_name -> mesos.v1.Volume.Source.CSIVolume.StaticProvisioning.NodePublishSecretsEntry
+	192, // 298: mesos.v1.Volume.Source.CSIVolume.StaticProvisioning.volume_context:type_name -> mesos.v1.Volume.Source.CSIVolume.StaticProvisioning.VolumeContextEntry
+	24,  // 299: mesos.v1.Volume.Source.CSIVolume.VolumeCapability.AccessMode.mode:type_name -> mesos.v1.Volume.Source.CSIVolume.VolumeCapability.AccessMode.Mode
+	112, // 300: mesos.v1.Volume.Source.CSIVolume.StaticProvisioning.NodeStageSecretsEntry.value:type_name -> mesos.v1.Secret
+	112, // 301: mesos.v1.Volume.Source.CSIVolume.StaticProvisioning.NodePublishSecretsEntry.value:type_name -> mesos.v1.Secret
+	70,  // 302: mesos.v1.Image.Appc.labels:type_name -> mesos.v1.Labels
+	97,  // 303: mesos.v1.Image.Docker.credential:type_name -> mesos.v1.Credential
+	112, // 304: mesos.v1.Image.Docker.config:type_name -> mesos.v1.Secret
+	100, // 305: mesos.v1.ResourceProviderInfo.Storage.plugin:type_name -> mesos.v1.CSIPluginInfo
+	49,  // 306: mesos.v1.ResourceUsage.Executor.executor_info:type_name -> mesos.v1.ExecutorInfo
+	55,  // 307: mesos.v1.ResourceUsage.Executor.allocated:type_name -> mesos.v1.Resource
+	109, // 308: mesos.v1.ResourceUsage.Executor.statistics:type_name -> mesos.v1.ResourceStatistics
+	38,  // 309: mesos.v1.ResourceUsage.Executor.container_id:type_name -> mesos.v1.ContainerID
+	198, // 310: mesos.v1.ResourceUsage.Executor.tasks:type_name -> mesos.v1.ResourceUsage.Executor.Task
+	36,  // 311: mesos.v1.ResourceUsage.Executor.Task.id:type_name -> mesos.v1.TaskID
+	55,  // 312: mesos.v1.ResourceUsage.Executor.Task.resources:type_name -> mesos.v1.Resource
+	70,  // 313: mesos.v1.ResourceUsage.Executor.Task.labels:type_name -> mesos.v1.Labels
+	32,  // 314: mesos.v1.RLimitInfo.RLimit.type:type_name -> mesos.v1.RLimitInfo.RLimit.Type
+	315, // [315:315] is the sub-list for method output_type
+	315, // [315:315] is the sub-list for method input_type
+	315, // [315:315] is the sub-list for extension type_name
+	315, // [315:315] is the sub-list for extension extendee
+	0,   // [0:315] is the sub-list for field type_name
 }
 
 func init() { file_mesos_v1_mesos_proto_init() }
@@ -15623,7 +15671,7 @@ func file_mesos_v1_mesos_proto_init() {
 	if File_mesos_v1_mesos_proto != nil {
 		return
 	}
-	file_mesos_v1_mesos_proto_msgTypes[151].OneofWrappers = []any{
+	file_mesos_v1_mesos_proto_msgTypes[152].OneofWrappers = []any{
 		(*Volume_Source_CSIVolume_VolumeCapability_Block)(nil),
 		(*Volume_Source_CSIVolume_VolumeCapability_Mount)(nil),
 	}
@@ -15633,7 +15681,7 @@ func file_mesos_v1_mesos_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_mesos_v1_mesos_proto_rawDesc), len(file_mesos_v1_mesos_proto_rawDesc)),
 			NumEnums:      33,
-			NumMessages:   169,
+			NumMessages:   170,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
