@@ -65,6 +65,19 @@ func (r Resources) Revocable() Resources {
 	return r.filter(func(it *item) bool { return it.revocable })
 }
 
+// Throttleable returns the revocable resources with throttle_info: the
+// usage slack agents estimate, which QoS controllers throttle or evict
+// (the oversubscription-for-reservation design's "throttle-able" kind).
+func (r Resources) Throttleable() Resources {
+	return r.filter(func(it *item) bool { return it.throttle })
+}
+
+// Lent returns the revocable resources without throttle_info: idle
+// reservations lent out, which the owner takes back by evicting tenants.
+func (r Resources) Lent() Resources {
+	return r.filter(func(it *item) bool { return it.revocable && !it.throttle })
+}
+
 // NonRevocable returns the non-revocable resources.
 func (r Resources) NonRevocable() Resources {
 	return r.filter(func(it *item) bool { return !it.revocable })

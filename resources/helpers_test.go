@@ -58,6 +58,9 @@ func pv(id string) opt {
 
 func sharedOpt(r *mesos.Resource)    { r.Shared = &mesos.Resource_SharedInfo{} }
 func revocableOpt(r *mesos.Resource) { r.Revocable = &mesos.Resource_RevocableInfo{} }
+func throttleOpt(r *mesos.Resource) {
+	r.Revocable = &mesos.Resource_RevocableInfo{ThrottleInfo: &mesos.Resource_RevocableInfo_ThrottleInfo{}}
+}
 
 // mnt puts a disk on a MOUNT source at root.
 func mnt(root string) opt {

@@ -29,6 +29,7 @@ type item struct {
 	allocRole string // allocation_info.role; "" when none
 	hasAlloc  bool
 	revocable bool
+	throttle  bool // revocable with throttle_info: an estimator's slack
 	shared    bool
 	// atomic items (shared resources, persistent volumes, MOUNT/BLOCK/RAW
 	// disks) are indivisible: Mesos never merges them, so we count copies.
@@ -136,6 +137,9 @@ func appendIdentity(b []byte, m *mesos.Resource) []byte {
 	if m.Shared != nil {
 		flags |= 2
 	}
+	if m.Revocable.GetThrottleInfo() != nil {
+		flags |= 4 // throttle-able slack never merges with a lent reservation
+	}
 	return append(b, flags)
 }
 
@@ -179,7 +183,7 @@ func newItem(r *mesos.Resource, reservations []*mesos.Resource_ReservationInfo) 
 // value.
 func (it *item) finish() {
 	m := it.meta
-	it.role, it.allocRole, it.hasAlloc, it.revocable, it.shared = "", "", false, false, false
+	it.role, it.allocRole, it.hasAlloc, it.revocable, it.throttle, it.shared = "", "", false, false, false, false
 	if m != nil {
 		if n := len(m.Reservations); n > 0 {
 			it.role = m.Reservations[n-1].GetRole()
@@ -189,6 +193,7 @@ func (it *item) finish() {
 			it.allocRole = m.AllocationInfo.GetRole()
 		}
 		it.revocable = m.Revocable != nil
+		it.throttle = m.Revocable.GetThrottleInfo() != nil
 		it.shared = m.Shared != nil
 	}
 	it.atomic = isAtomic(m)
@@ -416,7 +421,7 @@ func cloneMeta(m *mesos.Resource) *mesos.Resource {
 	}
 	if m.Revocable != nil {
 		p.Revocable = &mesos.Resource_RevocableInfo{}
-		if len(m.Revocable.ProtoReflect().GetUnknown()) > 0 {
+		if m.Revocable.ThrottleInfo != nil || len(m.Revocable.ProtoReflect().GetUnknown()) > 0 {
 			p.Revocable = proto.Clone(m.Revocable).(*mesos.Resource_RevocableInfo)
 		}
 	}

@@ -591,3 +591,37 @@ func TestCloneMetaIsADeepCopy(t *testing.T) {
 		t.Errorf("unknown fields lost: %v", got)
 	}
 }
+
+// Throttle-able slack and lent reservations are both revocable but never
+// merge, and survive a round trip through Proto, so offers and the agent
+// can keep the two kinds apart.
+func TestThrottleableAndLentStayApart(t *testing.T) {
+	r, err := New(sc("cpus", 1, throttleOpt), sc("cpus", 2, revocableOpt), sc("cpus", 4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(r.Proto()); got != 3 {
+		t.Fatalf("%d entries, want 3 (slack, lent, regular): %v", got, r)
+	}
+	for _, tc := range []struct {
+		name string
+		got  Resources
+		want float64
+	}{
+		{"Revocable", r.Revocable(), 3},
+		{"Throttleable", r.Throttleable(), 1},
+		{"Lent", r.Lent(), 2},
+		{"NonRevocable", r.NonRevocable(), 4},
+	} {
+		if v := tc.got.Quantities()["cpus"]; v != tc.want {
+			t.Errorf("%s: cpus %v, want %v", tc.name, v, tc.want)
+		}
+	}
+	back, err := New(r.Proto()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !back.Equal(r) || back.Throttleable().Quantities()["cpus"] != 1 {
+		t.Errorf("round trip: %v, want %v", back, r)
+	}
+}
