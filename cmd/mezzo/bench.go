@@ -14,7 +14,7 @@ import (
 // them with the machine and the command.
 func runBench(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: mezzo bench allocator|launch|registrar|failover|cluster|paper [flags]")
+		fmt.Fprintln(stderr, "usage: mezzo bench allocator|launch|registrar|failover|cluster|paper|oversubscription [flags]")
 		return 2
 	}
 	switch args[0] {
@@ -30,8 +30,13 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		return benchCluster(args[1:], stdout, stderr)
 	case "paper":
 		return benchPaper(args[1:], stdout, stderr)
+	case "oversubscription":
+		return benchOversubscription(args[1:], stdout, stderr)
+	case "ovs-worker":
+		// Not for users: the tasks `bench oversubscription` runs.
+		return benchOvsWorker(args[1:], stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "mezzo bench: unknown benchmark %q (known: allocator, launch, registrar, failover, cluster, paper)\n", args[0])
+	fmt.Fprintf(stderr, "mezzo bench: unknown benchmark %q (known: allocator, launch, registrar, failover, cluster, paper, oversubscription)\n", args[0])
 	return 2
 }
 
