@@ -363,7 +363,7 @@ func (a *Agent) metricsSnapshot() map[string]float64 {
 	m["slave/executors_running"] = phases[phaseRunning]
 	m["slave/executors_terminating"] = phases[phaseTerminating]
 	m["slave/executors_terminated"] = float64(c.executorsTerminated)
-	m["slave/executors_preempted"] = 0
+	m["slave/executors_preempted"] = float64(a.ovs.qosPreempted + a.ovs.lentEvicted)
 	m["slave/valid_status_updates"] = float64(c.validUpdates)
 	m["slave/invalid_status_updates"] = float64(c.invalidUpdates)
 	m["slave/valid_framework_messages"] = float64(c.validFrameworkMessages)
@@ -376,7 +376,21 @@ func (a *Agent) metricsSnapshot() map[string]float64 {
 	m["slave/checkpoint_resources_refused"] = float64(c.checkpointResourcesRefused)
 	m["slave/volume_errors"] = float64(c.volumeErrors)
 	m["slave/volumes_kept_in_use"] = float64(c.volumesKept)
-	nonRev, rev := a.total.NonRevocable(), a.total.Revocable()
+	// mezzo's own oversubscription counters (docs/oversubscription.md):
+	// executors_preempted is their sum of qos_corrections and
+	// lent_evictions.
+	m["slave/qos_corrections"] = float64(a.ovs.qosPreempted)
+	m["slave/qos_corrections_ignored"] = float64(a.ovs.correctionsIgnored)
+	m["slave/qos_corrections_refused"] = float64(a.ovs.correctionsRefused)
+	m["slave/qos_controller_errors"] = float64(a.ovs.qosErrors)
+	m["slave/lent_evictions"] = float64(a.ovs.lentEvicted)
+	m["slave/resource_estimator_errors"] = float64(a.ovs.estimateErrors)
+	m["slave/oversubscribed_updates_sent"] = float64(a.ovs.updatesSent)
+	// The revocable total is the oversubscribed total the agent tells the
+	// master (its estimate plus the throttle-able resources containers
+	// hold), as Mesos's agent; used is every revocable resource its
+	// containers hold, lent reservations included, as Mesos counts it.
+	nonRev, rev := a.total.NonRevocable(), a.ovs.total
 	for _, name := range []string{"cpus", "mem", "disk", "gpus"} {
 		total := nonRev.Scalar(name)
 		m["slave/"+name+"_total"] = total
