@@ -224,6 +224,12 @@ func (a *Agent) stateView() *httpapi.StateView {
 		Flags:        a.flags(),
 		Capabilities: []string{"MULTI_ROLE", "HIERARCHICAL_ROLE", "RESERVATION_REFINEMENT", "TASK_RESOURCE_LIMITS"},
 	}
+	if a.ovs.estimates {
+		v.Oversubscribed = a.ovs.total.Proto()
+		if v.Oversubscribed == nil {
+			v.Oversubscribed = []*mesos.Resource{}
+		}
+	}
 	if a.sess.registeredNow() && a.sess.masterInfo != nil {
 		v.MasterHostname = a.sess.masterInfo.GetHostname()
 	}
@@ -299,6 +305,19 @@ func (a *Agent) flags() map[string]string {
 		"docker_kill_orphans":             strconv.FormatBool(!c.Docker.KeepOrphans),
 		"sandbox_directory":               orDefault(c.Docker.SandboxDirectory, "/mnt/mesos/sandbox"),
 		"docker_config":                   dockerConfigFlag(c.Docker),
+		// Oversubscription (docs/oversubscription.md).
+		"resource_estimator":                         c.Oversubscription.ResourceEstimator,
+		"qos_controller":                             c.Oversubscription.QoSController,
+		"oversubscribed_resources_interval":          fmtDur(c.Oversubscription.OversubscribedResourcesInterval),
+		"qos_correction_interval_min":                fmtDur(c.Oversubscription.QoSCorrectionIntervalMin),
+		"revocable_cpu_low_priority":                 strconv.FormatBool(c.Oversubscription.RevocableCPULowPriority == nil || *c.Oversubscription.RevocableCPULowPriority),
+		"fixed_resource_estimator_resources":         c.Oversubscription.FixedResources,
+		"load_qos_controller_threshold_5min":         optFloat(c.Oversubscription.LoadThreshold5Min),
+		"load_qos_controller_threshold_15min":        optFloat(c.Oversubscription.LoadThreshold15Min),
+		"slack_estimator_resources":                  strings.Join(c.Oversubscription.SlackResources, ","),
+		"slack_estimator_margin":                     strconv.FormatFloat(c.Oversubscription.SlackMargin, 'g', -1, 64),
+		"slack_estimator_window":                     fmtDur(c.Oversubscription.SlackWindow),
+		"interference_qos_controller_throttle_ratio": strconv.FormatFloat(c.Oversubscription.ThrottleRatio, 'g', -1, 64),
 	}
 }
 
@@ -412,6 +431,14 @@ func dockerConfigFlag(d DockerConfig) string {
 		return v
 	}
 	return "(inline JSON with credentials for: " + strings.Join(d.registryAuth.Registries(), ", ") + ")"
+}
+
+// optFloat is an optional number as /flags shows it ("" when unset).
+func optFloat(v *float64) string {
+	if v == nil {
+		return ""
+	}
+	return strconv.FormatFloat(*v, 'g', -1, 64)
 }
 
 func orDefault(v, def string) string {

@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -105,7 +104,9 @@ func (s *syncOversub) correct(snap oversub.Snapshot, now time.Time, done func([]
 }
 
 // fakeMeter returns what the test set per container.
-type fakeMeter struct{ stats map[string]*mesos.ResourceStatistics }
+type fakeMeter struct {
+	stats map[string]*mesos.ResourceStatistics
+}
 
 func (m *fakeMeter) Usage(_ context.Context, id string) (*mesos.ResourceStatistics, error) {
 	if st := m.stats[id]; st != nil {
@@ -410,4 +411,21 @@ func TestPurePreemptWhileLaunching(t *testing.T) {
 	o.want("update B1 TASK_LOST SOURCE_AGENT REASON_CONTAINER_PREEMPTED", "master EXECUTOR_EXITED EB1 status=9")
 }
 
-var _ = fmt.Sprintf
+
+
+// The agent's /state shows the oversubscribed total (mezzo only) and /flags
+// the oversubscription flags.
+func TestPureStateShowsEstimate(t *testing.T) {
+	o := newOvsAgent(t, "cpus:4;mem:4096", oversub.Config{ResourceEstimator: "test-script"})
+	setEstimate(slack("cpus:1.5"), nil)
+	o.startOversubscription()
+	o.ovsRun()
+	v := o.stateView()
+	got, err := resources.FromProto(v.Oversubscribed)
+	if err != nil || !got.Equal(slack("cpus:1.5")) {
+		t.Fatalf("state's oversubscribed %v (%v), want 1.5 throttle-able cpus", got, err)
+	}
+	if f := o.flags(); f["resource_estimator"] != "test-script" || f["oversubscribed_resources_interval"] != "15secs" {
+		t.Fatalf("flags: estimator %q interval %q", f["resource_estimator"], f["oversubscribed_resources_interval"])
+	}
+}
