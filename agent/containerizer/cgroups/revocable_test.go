@@ -58,6 +58,8 @@ func TestRevocableCPULowPriorityV1(t *testing.T) {
 		if err := m.Prepare(c.id, CPU, c.rs, nil); err != nil {
 			t.Fatal(err)
 		}
+		id := c.id
+		t.Cleanup(func() { _ = m.Release(id, CPU) }) // before the test root goes
 		got := readTrim(t, filepath.Join(m.dir("cpu", c.id), "cpu.shares"))
 		if got != strconv.FormatUint(c.want, 10) {
 			t.Errorf("%s: cpu.shares = %s, want %d", c.id, got, c.want)
