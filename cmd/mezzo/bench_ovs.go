@@ -100,6 +100,7 @@ type ovsRun struct {
 	RegularKilled   int     `json:"regular_killed"`
 	// The tenant.
 	RevocableOffers   int     `json:"revocable_offers"`
+	Rescinds          int     `json:"rescinds"`
 	TenantsLaunched   int     `json:"tenants_launched"`
 	TenantsAtRise     int     `json:"tenants_running_at_rise"`
 	EvictedAfterRise  int     `json:"tenants_evicted_after_rise"`
@@ -372,7 +373,7 @@ func runOvsMode(ctx context.Context, cfg ovsConfig, mode string) (_ *ovsRun, err
 		if alive := killWorkers(workers, 5*time.Second); len(alive) > 0 && err == nil {
 			err = fmt.Errorf("workers %v still alive after the clean-up", alive)
 		}
-		if cerr := sweepCgroups(cgRoot, 5*time.Second); cerr != nil && err == nil {
+		if cerr := sweepCgroupsSettled(cgRoot, 5*time.Second); cerr != nil && err == nil {
 			err = fmt.Errorf("cleaning up cgroups: %w", cerr)
 		}
 	}()
@@ -385,6 +386,7 @@ func runOvsMode(ctx context.Context, cfg ovsConfig, mode string) (_ *ovsRun, err
 	f := &ovsFrameworks{
 		cfg: cfg, dir: workers, start: start, rise: start.Add(cfg.riseAt), end: start.Add(cfg.duration),
 		service: map[string]mesos.TaskState{}, tenants: map[string]*ovsTenant{}, ends: map[string]int{},
+		heldRevocable: map[string]*mesos.Offer{}, heldRegular: map[string]*mesos.Offer{},
 		serviceUp: make(chan struct{}),
 	}
 	runCtx, cancel := context.WithDeadline(ctx, f.end.Add(30*time.Second))
@@ -547,6 +549,9 @@ type ovsFrameworks struct {
 	serviceNotes    []string
 	revocableOffers int
 	nextTenant      int
+	heldRevocable   map[string]*mesos.Offer // by agent
+	heldRegular     map[string]*mesos.Offer
+	rescinds        int
 	tenants         map[string]*ovsTenant
 	ends            map[string]int
 }
@@ -584,6 +589,8 @@ func (f *ovsFrameworks) subscribe(ctx context.Context, master string) error {
 				switch ev.GetType() {
 				case schedulerpb.Event_OFFERS:
 					c.offers(ctx, ev.GetOffers().GetOffers())
+				case schedulerpb.Event_RESCIND:
+					f.rescind(ev.GetRescind().GetOfferId())
 				case schedulerpb.Event_UPDATE:
 					st := ev.GetUpdate().GetStatus()
 					f.update(c.service, st)
@@ -675,54 +682,101 @@ func (f *ovsFrameworks) serviceOffers(ctx context.Context, offers []*mesos.Offer
 	}
 }
 
-// tenantOffers launches a tenant task per --tenant_cpus of revocable cpus
-// (with regular memory), until shortly before the end.
+// tenantOffers launches a tenant task per --tenant_cpus of revocable cpus,
+// with regular memory, until shortly before the end. The master offers
+// revocable and regular resources in separate offers (as Mesos does), so
+// the tenant holds an offer of each kind per agent and accepts the two
+// together.
 func (f *ovsFrameworks) tenantOffers(ctx context.Context, offers []*mesos.Offer) {
 	for _, o := range offers {
-		var rev float64
+		var rev, mem float64
 		for _, r := range o.GetResources() {
-			if r.GetName() == "cpus" && ovsRevocable(r) {
+			switch {
+			case r.GetName() == "cpus" && ovsRevocable(r):
 				rev += r.GetScalar().GetValue()
+			case r.GetName() == "mem" && ovsUnreservedRegular(r):
+				mem += r.GetScalar().GetValue()
 			}
 		}
-		var tasks []*mesos.TaskInfo
 		f.mu.Lock()
-		if rev > 0 {
+		agent := o.GetAgentId().GetValue()
+		var decline []*mesos.OfferID
+		hold := func(held map[string]*mesos.Offer) {
+			if old := held[agent]; old != nil {
+				decline = append(decline, old.GetId())
+			}
+			held[agent] = o
+		}
+		switch {
+		case rev > 0:
 			f.revocableOffers++
+			hold(f.heldRevocable)
+		case mem >= 64:
+			hold(f.heldRegular)
+		default:
+			decline = append(decline, o.GetId())
 		}
-		n := int(rev/f.cfg.tenantCPUs + 1e-9)
-		if time.Until(f.end) < 2*time.Second {
-			n = 0
-		}
-		// Offers carry each resource once; split per task.
-		var memLeft float64
-		for _, r := range o.GetResources() {
-			if r.GetName() == "mem" && ovsUnreservedRegular(r) {
-				memLeft += r.GetScalar().GetValue()
-			}
-		}
-		for range n {
-			if memLeft < 64 {
-				break
-			}
-			cpus, mem := ovsTake(o, "cpus", f.cfg.tenantCPUs, ovsRevocable), ovsTake(o, "mem", 64, ovsUnreservedRegular)
-			if cpus == nil || mem == nil {
-				break
-			}
-			memLeft -= 64
-			id := fmt.Sprintf("tenant-%d", f.nextTenant)
-			f.nextTenant++
-			f.tenants[id] = &ovsTenant{state: mesos.TaskState_TASK_STAGING}
-			tasks = append(tasks, f.workerTask(id, o.GetAgentId(), []*mesos.Resource{cpus, mem}, "--kind=tenant"))
+		var launch []*mesos.TaskInfo
+		var ids []*mesos.OfferID
+		if r, g := f.heldRevocable[agent], f.heldRegular[agent]; r != nil && g != nil && time.Until(f.end) > 2*time.Second {
+			delete(f.heldRevocable, agent)
+			delete(f.heldRegular, agent)
+			ids = []*mesos.OfferID{r.GetId(), g.GetId()}
+			launch = f.tenantTasks(r, g)
 		}
 		f.mu.Unlock()
-		if len(tasks) > 0 {
-			if err := f.tenantC.Launch(ctx, []*mesos.OfferID{o.GetId()}, tasks, scheduler.RefuseFor(1)); err != nil && ctx.Err() == nil {
-				f.note("tenant launch: " + err.Error())
-			}
+		if len(decline) > 0 {
+			f.tenantC.Decline(ctx, decline, scheduler.RefuseFor(1))
+		}
+		if len(ids) == 0 {
 			continue
 		}
-		f.tenantC.Decline(ctx, []*mesos.OfferID{o.GetId()}, scheduler.RefuseFor(1))
+		if err := f.tenantC.Launch(ctx, ids, launch, scheduler.RefuseFor(1)); err != nil && ctx.Err() == nil {
+			f.note("tenant launch: " + err.Error())
+		}
+	}
+}
+
+// tenantTasks packs tenant tasks into a revocable and a regular offer of
+// one agent (f.mu held).
+func (f *ovsFrameworks) tenantTasks(rev, reg *mesos.Offer) []*mesos.TaskInfo {
+	var cpus, mem float64
+	for _, r := range rev.GetResources() {
+		if r.GetName() == "cpus" && ovsRevocable(r) {
+			cpus += r.GetScalar().GetValue()
+		}
+	}
+	for _, r := range reg.GetResources() {
+		if r.GetName() == "mem" && ovsUnreservedRegular(r) {
+			mem += r.GetScalar().GetValue()
+		}
+	}
+	var tasks []*mesos.TaskInfo
+	for cpus >= f.cfg.tenantCPUs-1e-9 && mem >= 64 {
+		c, m := ovsTake(rev, "cpus", f.cfg.tenantCPUs, ovsRevocable), ovsTake(reg, "mem", 64, ovsUnreservedRegular)
+		if c == nil || m == nil {
+			break
+		}
+		cpus, mem = cpus-f.cfg.tenantCPUs, mem-64
+		id := fmt.Sprintf("tenant-%d", f.nextTenant)
+		f.nextTenant++
+		f.tenants[id] = &ovsTenant{state: mesos.TaskState_TASK_STAGING}
+		tasks = append(tasks, f.workerTask(id, rev.GetAgentId(), []*mesos.Resource{c, m}, "--kind=tenant"))
+	}
+	return tasks
+}
+
+// rescind forgets a held offer the master took back.
+func (f *ovsFrameworks) rescind(id *mesos.OfferID) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.rescinds++
+	for _, held := range []map[string]*mesos.Offer{f.heldRevocable, f.heldRegular} {
+		for agent, o := range held {
+			if o.GetId().GetValue() == id.GetValue() {
+				delete(held, agent)
+			}
+		}
 	}
 }
 
@@ -819,7 +873,7 @@ func (f *ovsFrameworks) awaitServiceEnd(ctx context.Context) error {
 func (f *ovsFrameworks) result(mode string) *ovsRun {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	r := &ovsRun{Mode: mode, RegularKilled: f.regularKilled, RevocableOffers: f.revocableOffers,
+	r := &ovsRun{Mode: mode, RegularKilled: f.regularKilled, RevocableOffers: f.revocableOffers, Rescinds: f.rescinds,
 		TenantsLaunched: len(f.tenants), FirstEvictionMs: -1, LastEvictionMs: -1, EvictionReasons: map[string]int{}}
 	for k, v := range f.ends {
 		r.EvictionReasons[k] = v

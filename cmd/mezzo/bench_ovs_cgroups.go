@@ -87,6 +87,40 @@ func sweepCgroups(root string, wait time.Duration) error {
 	return errors.Join(errs...)
 }
 
+// sweepCgroupsSettled sweeps root until it stays gone for half a second
+// (at most settle in all): a component that has not quite stopped may
+// still make a cgroup (a launch in flight) after the first sweep.
+func sweepCgroupsSettled(root string, settle time.Duration) error {
+	deadline := time.Now().Add(settle)
+	for {
+		if err := sweepCgroups(root, settle); err != nil {
+			return err
+		}
+		quiet := time.Now().Add(500 * time.Millisecond)
+		for cgroupRootExists(root) == "" && time.Now().Before(quiet) {
+			time.Sleep(50 * time.Millisecond) // watching for a late cgroup, bounded by quiet
+		}
+		if left := cgroupRootExists(root); left == "" {
+			return nil
+		} else if time.Now().After(deadline) {
+			return fmt.Errorf("%s keeps coming back", left)
+		}
+	}
+}
+
+// cgroupRootExists returns a v1 controller's directory of root if one
+// exists, else "".
+func cgroupRootExists(root string) string {
+	ctrls, _ := os.ReadDir(cgroupV1Base)
+	for _, c := range ctrls {
+		p := filepath.Join(cgroupV1Base, c.Name(), root)
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
 // emptyCgroup kills every process of the cgroup at dir until none is left
 // or wait has passed.
 func emptyCgroup(dir string, wait time.Duration) error {
