@@ -2,7 +2,7 @@
 GO ?= go
 PROTO_FILES := $(shell find api/proto -name '*.proto' | sort)
 
-.PHONY: build generate protos test test-short test-failover lint clean tools screenshots paper paper-plots
+.PHONY: build generate protos test test-short test-failover lint clean tools screenshots paper paper-plots oversubscription oversubscription-plot
 
 # The build description shown by /version and /state (see internal/version:
 # without these, a build falls back to Go's VCS stamp, then to the
@@ -63,6 +63,18 @@ paper: build
 
 paper-plots:
 	$(GO) run ./tools/paperplot -dir docs/paper
+
+# The oversubscription demonstration (docs/oversubscription.md): needs root
+# and cgroups v1; about two minutes. OVS_FLAGS go to the benchmark;
+# oversubscription-plot redraws docs/images/oversubscription.svg from the
+# committed result.
+oversubscription: build
+	@mkdir -p docs/oversubscription
+	bin/mezzo bench oversubscription --json $(OVS_FLAGS) > docs/oversubscription/bench.json.tmp && mv docs/oversubscription/bench.json.tmp docs/oversubscription/bench.json
+	$(GO) run ./tools/ovsplot -in docs/oversubscription/bench.json -out docs/images/oversubscription.svg
+
+oversubscription-plot:
+	$(GO) run ./tools/ovsplot -in docs/oversubscription/bench.json -out docs/images/oversubscription.svg
 
 test-short:
 	$(GO) test -short -count=1 ./...

@@ -411,7 +411,7 @@ func runOvsMode(ctx context.Context, cfg ovsConfig, mode string) (_ *ovsRun, err
 	run := f.result(mode)
 	run.Timeline = samples
 	run.CPUSeconds, run.ServiceCPUSeconds = round3(cpu.total.Seconds()), round3(cpu.service.Seconds())
-	run.TenantCPUSeconds = round3(run.CPUSeconds - run.ServiceCPUSeconds)
+	run.TenantCPUSeconds = round3(max(0, run.CPUSeconds-run.ServiceCPUSeconds))
 	run.WindowSeconds = cfg.duration.Seconds()
 	var high float64
 	for i := range cfg.serviceTasks {
