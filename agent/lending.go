@@ -117,7 +117,7 @@ func (a *core) planLentEviction(need resources.Resources) bool {
 	}
 	for _, h := range plan.Evict {
 		e := a.executorByContainer(h.ContainerID)
-		if e == nil || e.phase == phaseTerminating || e.phase == phaseTerminated || e.allocationOf().Lent().IsEmpty() {
+		if e == nil || e.phase == phaseTerminating || e.phase == phaseTerminated || !e.holdsLent() {
 			continue // PlanEviction only names live tenants; checked again
 		}
 		a.log.Warn("evicting a tenant of a lent reservation", "framework", e.fw.id, "executor", e.id, "container", e.containerID)
@@ -128,14 +128,26 @@ func (a *core) planLentEviction(need resources.Resources) bool {
 }
 
 // lentHeld reports whether any container holds lent resources (live or
-// ending).
+// ending). It runs on every launch, so it reads the protos rather than
+// building Resources.
 func (a *core) lentHeld() bool {
 	for _, fid := range a.fwOrder {
 		fw := a.frameworks[fid]
 		for _, eid := range fw.order {
-			if e := fw.executors[eid]; e != nil && e.phase != phaseTerminated && !e.allocationOf().Lent().IsEmpty() {
+			if e := fw.executors[eid]; e != nil && e.phase != phaseTerminated && e.holdsLent() {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+// holdsLent reports whether the executor or a live task holds a revocable
+// resource without throttle_info (a lent reservation).
+func (e *executor) holdsLent() bool {
+	for _, r := range e.allocation() {
+		if r.Revocable != nil && r.Revocable.ThrottleInfo == nil {
+			return true
 		}
 	}
 	return false
@@ -187,15 +199,6 @@ func (e *executor) accounted() resources.Resources {
 		return resources.Resources{}
 	}
 	return r.WithoutAllocationInfo()
-}
-
-// allocationOf is the executor's whole allocation as Resources.
-func (e *executor) allocationOf() resources.Resources {
-	r, err := resources.FromProto(e.allocation())
-	if err != nil {
-		return resources.Resources{}
-	}
-	return r
 }
 
 // launchResources is what a launch needs as the master accounts it: its
