@@ -47,6 +47,9 @@ type core struct {
 	ovsSink oversubSink
 	// ovs is the oversubscription state: estimates, corrections, counters.
 	ovs oversubState
+	// deferred are regular launches waiting for evicted tenants of lent
+	// reservations to end (lending.go), first come first started.
+	deferred []*deferredLaunch
 
 	// total is the agent's resources: Agent.flagsTotal with the
 	// checkpointed resources applied.

@@ -411,8 +411,6 @@ func TestPurePreemptWhileLaunching(t *testing.T) {
 	o.want("update B1 TASK_LOST SOURCE_AGENT REASON_CONTAINER_PREEMPTED", "master EXECUTOR_EXITED EB1 status=9")
 }
 
-
-
 // The agent's /state shows the oversubscribed total (mezzo only) and /flags
 // the oversubscription flags.
 func TestPureStateShowsEstimate(t *testing.T) {

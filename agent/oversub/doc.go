@@ -6,8 +6,9 @@
 // idle reservations (PlanEviction) and the flags of all three (Config).
 //
 // Nothing here talks to the master, the containerizer or the HTTP layer:
-// the agent hands the package a UsageSource and acts on what it returns.
-// The agent does not call this package yet (see docs/oversubscription.md).
+// the agent hands the package a UsageSource and acts on what it returns
+// (agent/oversubscription.go and agent/lending.go follow the manual below;
+// docs/oversubscription.md).
 //
 // # Operating manual for the agent
 //
