@@ -707,7 +707,13 @@ func (f *ovsFrameworks) tenantOffers(ctx context.Context, offers []*mesos.Offer)
 			}
 			held[agent] = o
 		}
+		var launch []*mesos.TaskInfo
+		var ids []*mesos.OfferID
 		switch {
+		case rev > 0 && mem >= 64 && time.Until(f.end) > 2*time.Second:
+			// Both kinds in one offer.
+			f.revocableOffers++
+			ids, launch = []*mesos.OfferID{o.GetId()}, f.tenantTasks(o, o)
 		case rev > 0:
 			f.revocableOffers++
 			hold(f.heldRevocable)
@@ -716,8 +722,6 @@ func (f *ovsFrameworks) tenantOffers(ctx context.Context, offers []*mesos.Offer)
 		default:
 			decline = append(decline, o.GetId())
 		}
-		var launch []*mesos.TaskInfo
-		var ids []*mesos.OfferID
 		if r, g := f.heldRevocable[agent], f.heldRegular[agent]; r != nil && g != nil && time.Until(f.end) > 2*time.Second {
 			delete(f.heldRevocable, agent)
 			delete(f.heldRegular, agent)
