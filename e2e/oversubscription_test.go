@@ -428,6 +428,10 @@ func TestOversubscriptionShrinkingEstimateRescinds(t *testing.T) {
 	held := tenant.offer(t, "a revocable offer of >= 1 cpu", 30*time.Second, func(o *mesos.Offer) bool {
 		return scalar(o, "cpus", isRevocable) >= 1
 	})
+	poll(t, "master/cpus_revocable_total >= 1 while the task idles", 30*time.Second, func() bool {
+		v, ok := metric(t, c.url("/metrics/snapshot"), "master/cpus_revocable_total")
+		return ok && v >= 1
+	})
 	if err := os.WriteFile(trigger, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -482,11 +486,12 @@ func TestOversubscriptionLoadControllerEvictsOnlyRevocable(t *testing.T) {
 }
 
 // The interference controller (cgroups, CFS quota): a regular task
-// throttled by its quota while a revocable tenant runs makes the demand
-// exceed the agent's cpus; the tenant is evicted (TASK_LOST, reason
-// REASON_CONTAINER_PREEMPTED), the regular task keeps running. Sizes are
-// small so that the tenant alone fits and the regular task reaches its
-// quota even on a busy machine.
+// throttled by its quota counts its whole allocation as demand; holding
+// all the agent's cpus, any CPU the revocable tenant uses beside it is
+// demand the agent cannot meet, and the tenant is evicted (TASK_LOST,
+// reason REASON_CONTAINER_PREEMPTED) while the regular task keeps
+// running. Sizes are small so that the tenant alone fits and the regular
+// task (three spinning shells) reaches its quota even on a busy machine.
 func TestOversubscriptionInterferenceEvictsOnlyRevocable(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("the interference controller reads CFS throttling: needs root and cgroups")
@@ -496,26 +501,26 @@ func TestOversubscriptionInterferenceEvictsOnlyRevocable(t *testing.T) {
 	}
 	marker := ovsMarker(t)
 	trigger := filepath.Join(t.TempDir(), "busy")
-	c := startOvsLocal(t, marker, "--resources=cpus:0.6;mem:1024;disk:1000",
+	c := startOvsLocal(t, marker, "--resources=cpus:0.3;mem:1024;disk:1000",
 		"--isolation=cgroups/cpu,cgroups/mem", "--cgroups_enable_cfs", "--cgroups_root="+marker,
-		"--resource_estimator=fixed", "--fixed_resource_estimator_resources=cpus:0.2",
+		"--resource_estimator=fixed", "--fixed_resource_estimator_resources=cpus:0.1",
 		"--oversubscribed_resources_interval=200ms", "--qos_controller=interference")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	service := startOvsFW(ctx, t, c.addr, "service", ovsFWOpts{})
 	tenant := startOvsFW(ctx, t, c.addr, "tenant", ovsFWOpts{revocable: true})
 
-	o := service.offer(t, "an offer", 30*time.Second, func(o *mesos.Offer) bool { return scalar(o, "cpus", isRegular) >= 0.4 })
+	o := service.offer(t, "an offer", 30*time.Second, func(o *mesos.Offer) bool { return scalar(o, "cpus", isRegular) >= 0.3 })
 	service.launch(ctx, t, []*mesos.Offer{o}, shellTask("svc", o.GetAgentId(), marker,
-		"while [ ! -e "+trigger+" ]; do sleep 0.05; done; ("+spin+") & "+spin,
-		res(t, o, "cpus", 0.4, isRegular), res(t, o, "mem", 64, isRegular)))
+		"while [ ! -e "+trigger+" ]; do sleep 0.05; done; ("+spin+") & ("+spin+") & "+spin,
+		res(t, o, "cpus", 0.3, isRegular), res(t, o, "mem", 64, isRegular)))
 	service.await(t, "svc", 30*time.Second, mesos.TaskState_TASK_RUNNING)
 
-	rev, mem := tenant.revocableWithMem(t, 0.2, 64, isRevocable)
+	rev, mem := tenant.revocableWithMem(t, 0.1, 64, isRevocable)
 	tenant.launch(ctx, t, offersOf(rev, mem), shellTask("tenant", rev.GetAgentId(), marker, spin,
-		res(t, rev, "cpus", 0.2, isRevocable), res(t, mem, "mem", 64, isRegular)))
+		res(t, rev, "cpus", 0.1, isRevocable), res(t, mem, "mem", 64, isRegular)))
 	tenant.await(t, "tenant", 30*time.Second, mesos.TaskState_TASK_RUNNING)
-	// The tenant alone fits (0.2 of 0.6 cpus): wait for the controller to
+	// The tenant alone fits (0.1 of 0.3 cpus): wait for the controller to
 	// have looked at it a few times without evicting it.
 	_, agentAddr := onlyAgent(t, c)
 	tenantAlone := time.Now()
@@ -648,8 +653,9 @@ func TestOversubscriptionLenderReclaimsReservation(t *testing.T) {
 
 // An agent restarted (SIGKILL, same work dir) with a different fixed
 // estimate recovers the revocable task of a checkpointing framework (no
-// terminal update, still RUNNING in the master) and the master's revocable
-// total becomes the new estimate: recomputed, not carried over.
+// terminal update, still RUNNING in the master) and recomputes its
+// estimate: the agent reports the new total and the master offers the new
+// estimate less what the recovered task holds.
 func TestOversubscriptionSurvivesAgentRestart(t *testing.T) {
 	marker := ovsMarker(t)
 	t.Cleanup(func() { noLeftovers(t, marker) })
@@ -658,25 +664,29 @@ func TestOversubscriptionSurvivesAgentRestart(t *testing.T) {
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	startProc(t, "master", "master", "--ip=127.0.0.1", "--port="+strconv.Itoa(port),
 		"--work_dir="+filepath.Join(dir, "master"), "--allocation_interval=100ms")
+	// The same port after the restart: the agent's checkpointed info
+	// must match its flags.
+	agentPort := strconv.Itoa(freePort(t))
+	agentAddr := "127.0.0.1:" + agentPort
 	agentArgs := func(estimate string) []string {
-		return []string{"agent", "--master=" + addr, "--ip=127.0.0.1", "--port=" + strconv.Itoa(freePort(t)),
+		return []string{"agent", "--master=" + addr, "--ip=127.0.0.1", "--port=" + agentPort,
 			"--hostname=ovs", "--work_dir=" + filepath.Join(dir, "agent"), "--resources=cpus:2;mem:1024;disk:1000",
 			"--resource_estimator=fixed", "--fixed_resource_estimator_resources=cpus:" + estimate,
 			"--oversubscribed_resources_interval=200ms"}
 	}
 	agent := startProc(t, "agent", agentArgs("3")...)
-	revocableTotal := func(want float64) func() bool {
+	agentTotal := func(want float64) func() bool {
 		return func() bool {
-			v, ok := metric(t, "http://"+addr+"/metrics/snapshot", "master/cpus_revocable_total")
+			v, ok := metric(t, "http://"+agentAddr+"/metrics/snapshot", "slave/cpus_revocable_total")
 			return ok && v == want
 		}
 	}
-	poll(t, "master/cpus_revocable_total = 3", 30*time.Second, revocableTotal(3))
+	poll(t, "slave/cpus_revocable_total = 3", 30*time.Second, agentTotal(3))
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	fw := startOvsFW(ctx, t, addr, "checkpointing", ovsFWOpts{revocable: true, checkpoint: true})
-	rev, mem := fw.revocableWithMem(t, 1, 64, isRevocable)
+	rev, mem := fw.revocableWithMem(t, 3, 64, isRevocable)
 	fw.launch(ctx, t, offersOf(rev, mem), shellTask("best-effort", rev.GetAgentId(), marker, "sleep 100",
 		res(t, rev, "cpus", 1, isRevocable), res(t, mem, "mem", 64, isRegular)))
 	fw.await(t, "best-effort", 30*time.Second, mesos.TaskState_TASK_RUNNING)
@@ -686,11 +696,16 @@ func TestOversubscriptionSurvivesAgentRestart(t *testing.T) {
 		fw.client.Kill(context.Background(), &mesos.TaskID{Value: proto.String("best-effort")}, rev.GetAgentId())
 		fw.await(t, "best-effort", 30*time.Second, mesos.TaskState_TASK_KILLED, mesos.TaskState_TASK_LOST, mesos.TaskState_TASK_GONE)
 	}()
+	before := fw.offer(t, "the rest of the estimate offered", 30*time.Second, func(o *mesos.Offer) bool { return scalar(o, "cpus", isRevocable) > 0 })
+	if got := scalar(before, "cpus", isRevocable); got != 2 {
+		t.Errorf("before the restart %g revocable cpus were offered beside the task, want 2 (3 less its 1)", got)
+	}
+	fw.client.Decline(ctx, []*mesos.OfferID{before.GetId()}, scheduler.RefuseFor(0.1))
 
 	syscall.Kill(agent.cmd.Process.Pid, syscall.SIGKILL)
 	<-agent.done
 	startProc(t, "agent-restarted", agentArgs("4")...)
-	poll(t, "master/cpus_revocable_total = 4 after the restart", 30*time.Second, revocableTotal(4))
+	poll(t, "slave/cpus_revocable_total = 4 after the restart", 30*time.Second, agentTotal(4))
 	c := &haCluster{t: t, addrs: []string{addr}}
 	poll(t, "the master to list the revocable task running on the re-registered agent", 30*time.Second, func() bool {
 		st, err := c.state(0)
@@ -706,13 +721,33 @@ func TestOversubscriptionSurvivesAgentRestart(t *testing.T) {
 		}
 		return false
 	})
-	if other := fw.otherStates("best-effort", mesos.TaskState_TASK_STARTING, mesos.TaskState_TASK_RUNNING); len(other) > 0 {
-		t.Errorf("the recovered revocable task was reported %v", other)
-	}
 	// The recovered task still holds its revocable cpu: what is offered
 	// now is the new estimate less it.
-	rev2 := fw.offer(t, "a revocable offer after the restart", 30*time.Second, func(o *mesos.Offer) bool { return scalar(o, "cpus", isRevocable) > 0 })
-	if got := scalar(rev2, "cpus", isRevocable); got != 3 {
-		t.Errorf("after the restart %g revocable cpus were offered, want 3 (the new estimate 4 less the recovered task's 1)", got)
+	// Offers made before the new estimate arrived may still come: wait
+	// for the first with the new estimate's 3 and 4 and 2 from before.
+	var offered []float64
+	fw.wait(t, "3 revocable cpus offered after the restart (the new estimate 4 less the recovered task's 1)", 30*time.Second, func() bool {
+		for id, o := range fw.live {
+			v := scalar(o, "cpus", isRevocable)
+			if v == 0 {
+				continue
+			}
+			offered = append(offered, v)
+			delete(fw.live, id)
+			if v == 3 {
+				return true
+			}
+			go fw.client.Decline(ctx, []*mesos.OfferID{o.GetId()}, scheduler.RefuseFor(0.1))
+		}
+		return false
+	})
+	for _, v := range offered[:len(offered)-1] {
+		if v != 2 {
+			t.Errorf("revocable cpus offered after the restart: %v; want 2 (the old estimate's rest) until 3", offered)
+			break
+		}
+	}
+	if other := fw.otherStates("best-effort", mesos.TaskState_TASK_STARTING, mesos.TaskState_TASK_RUNNING); len(other) > 0 {
+		t.Errorf("the recovered revocable task was reported %v", other)
 	}
 }
