@@ -501,6 +501,17 @@ func TestOversubscriptionInterferenceEvictsOnlyRevocable(t *testing.T) {
 	}
 	marker := ovsMarker(t)
 	trigger := filepath.Join(t.TempDir(), "busy")
+	// After the cluster stopped (cleanups run last-registered first): the
+	// agent leaves its --cgroups_root (as Mesos does); remove it, and
+	// fail if a process is still in it.
+	t.Cleanup(func() {
+		dirs, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "*", marker))
+		for _, d := range dirs {
+			if err := os.Remove(d); err != nil {
+				t.Errorf("removing the test's cgroup %s: %v", d, err)
+			}
+		}
+	})
 	c := startOvsLocal(t, marker, "--resources=cpus:0.3;mem:1024;disk:1000",
 		"--isolation=cgroups/cpu,cgroups/mem", "--cgroups_enable_cfs", "--cgroups_root="+marker,
 		"--resource_estimator=fixed", "--fixed_resource_estimator_resources=cpus:0.1",
