@@ -88,6 +88,30 @@ func (r Resources) Shared() Resources {
 	return r.filter(func(it *item) bool { return it.shared })
 }
 
+// HasShared reports whether r holds shared resources, without building
+// anything (the allocator asks on its hot path).
+func (r Resources) HasShared() bool {
+	for _, it := range r.items {
+		if it.shared {
+			return true
+		}
+	}
+	return false
+}
+
+// SharedIn returns the shared entries of r, with all their copies, of
+// which o holds at least one copy: a shared resource held several times
+// (one copy per user) still exists while o (an agent's total) has it once.
+func (r Resources) SharedIn(o Resources) Resources {
+	have := make(map[string]bool, len(o.items))
+	for _, it := range o.items {
+		if it.shared {
+			have[it.key] = true
+		}
+	}
+	return r.filter(func(it *item) bool { return it.shared && have[it.key] })
+}
+
 // NonShared returns the non-shared resources.
 func (r Resources) NonShared() Resources {
 	return r.filter(func(it *item) bool { return !it.shared })

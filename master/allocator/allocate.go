@@ -271,12 +271,18 @@ func (rn *run) buildOffers() {
 // fairStage offers each agent's free resources to roles in weighted DRF
 // order and, within a role, to its frameworks in DRF order; the first
 // eligible framework that has not filtered them takes all the role may
-// have.
+// have. Frameworks with SHARED_RESOURCES are also offered the agent's
+// shared resources not yet offered in this run (shared.go), even while in
+// use: an agent with nothing else free is still visited for them.
 func (rn *run) fairStage(agents []*agent) {
 	c := rn.c
 	for _, a := range agents {
 		rn.touch(a)
-		if !a.active || !a.freeQ.positive() {
+		if !a.active {
+			continue
+		}
+		shared := rn.sharedLeft(a)
+		if !a.freeQ.positive() && shared.IsEmpty() {
 			continue
 		}
 		roles := rn.roles()
@@ -287,34 +293,44 @@ func (rn *run) fairStage(agents []*agent) {
 			}
 			res, q, uq, whole := c.allocatable(a, r.name, rn.qbuf)
 			rn.qbuf = q
-			if !q.positive() {
-				continue
-			}
-			if rn.quota != nil {
+			if q.positive() && rn.quota != nil {
 				cp := rn.quota.fairCap(r.name)
 				if cp != nil {
 					res, q, uq, whole = c.chop(res, q, uq, cp, whole)
 				}
 			}
+			sh := c.sharedFor(shared, r.name, q)
+			if !q.positive() && sh.res.IsEmpty() {
+				continue
+			}
 			minOK := c.minAllocatableOK(q)
-			if c.skipBelowMin(minOK) {
+			if c.skipBelowMin(minOK) && c.skipBelowMin(sh.minOK) {
 				continue
 			}
 			it := rn.frameworks(r.fws)
 			for n := it.next(); n != nil; n = it.next() {
-				if !offerable(n, a) || !admits(n, a, q, minOK) || filtered(n, a, q, rn.now) {
+				ores, oq, ominOK, withShared := sh.pick(n, res, q, minOK)
+				if !oq.positive() || !offerable(n, a) || !admits(n, a, oq, ominOK) || filtered(n, a, oq, rn.now) {
 					continue
 				}
-				if !whole && !exhausts(a, q) {
+				left := shared
+				if withShared {
+					left = shared.Subtract(sh.res)
+				}
+				if (!whole && !exhausts(a, q)) || !left.IsEmpty() {
 					// The agent will have more for the roles after this
 					// one, which are offered in the order of before the
 					// allocation: fix it before the tree changes.
 					roles.freeze()
 				}
-				rn.give(a, n, r.name, res, q, uq, whole)
+				rn.give(a, n, r.name, ores, q, uq, whole)
+				if withShared {
+					rn.offeredShared(a, sh.res)
+					shared = left
+				}
 				break
 			}
-			if !a.freeQ.positive() {
+			if !a.freeQ.positive() && shared.IsEmpty() {
 				break
 			}
 		}

@@ -344,16 +344,23 @@ func (rn *run) quotaStage(agents []*agent) {
 				continue
 			}
 			res, q, uq, whole = c.chop(res, q, uq, qr.guaranteeCap(r.name), whole)
+			// Shared resources go with the guarantees to frameworks that
+			// may have them (as Mesos's first stage), once per run.
+			sh := c.sharedFor(rn.sharedLeft(a), r.name, q)
 			minOK := c.minAllocatableOK(q)
-			if c.skipBelowMin(minOK) {
+			if c.skipBelowMin(minOK) && c.skipBelowMin(sh.minOK) {
 				continue
 			}
 			it := rn.frameworks(r.fws)
 			for n := it.next(); n != nil; n = it.next() {
-				if !offerable(n, a) || !admits(n, a, q, minOK) || filtered(n, a, q, rn.now) {
+				ores, oq, ominOK, withShared := sh.pick(n, res, q, minOK)
+				if !offerable(n, a) || !admits(n, a, oq, ominOK) || filtered(n, a, oq, rn.now) {
 					continue
 				}
-				rn.give(a, n, r.name, res, q, uq, whole)
+				rn.give(a, n, r.name, ores, q, uq, whole)
+				if withShared {
+					rn.offeredShared(a, sh.res)
+				}
 				break
 			}
 			if !a.freeQ.positive() {
