@@ -168,7 +168,17 @@ func (rn *run) frameworks(sorter *drfNode) *kidIter {
 // give records an allocation and adds it to the framework's offers.
 func (rn *run) give(a *agent, n *drfNode, role string, res resources.Resources, q, uq qv, whole bool) {
 	f := n.fw
+	var leafBefore qv
+	if rn.quota != nil && res.HasShared() {
+		leafBefore = n.owner.leaf.alloc.clone()
+	}
 	rn.c.track(a, f, role, n, res, q, uq, whole)
+	if leafBefore != nil {
+		// The role's leaf grew by q plus what its share counts of the
+		// shared resources (reserved, as every volume): count that as an
+		// allocated reservation, which consumes no more quota.
+		q = n.owner.leaf.alloc.clone().sub(leafBefore)
+	}
 	rn.addOffer(a, f, role, res)
 	rn.dirty = true
 	rn.gives++
@@ -328,7 +338,21 @@ func (rn *run) fairStage(agents []*agent) {
 					rn.offeredShared(a, sh.res)
 					shared = left
 				}
-				break
+				if withShared || sh.res.IsEmpty() {
+					break
+				}
+				// The framework may not have the role's shared resources:
+				// as in Mesos, the role's other frameworks may still be
+				// offered them alone (if that is allocatable to them).
+				// The sorter changed: start its reading again (the
+				// framework just served now has nothing to take).
+				res, q, uq, whole = resources.Resources{}, nil, nil, false
+				minOK = c.minAllocatableOK(nil)
+				sh = c.sharedFor(shared, r.name, nil)
+				if c.skipBelowMin(sh.minOK) {
+					break
+				}
+				it = rn.frameworks(r.fws)
 			}
 			if !a.freeQ.positive() && shared.IsEmpty() {
 				break

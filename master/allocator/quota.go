@@ -3,9 +3,11 @@ package allocator
 import (
 	"math"
 
-	"mezzo/api/mesos"
 	"sort"
 	"strings"
+
+	"mezzo/api/mesos"
+	"mezzo/resources"
 )
 
 // quotaRun holds the quota bookkeeping of one allocation run.
@@ -79,6 +81,21 @@ func (c *core) newQuotaRun(agents []*agent) *quotaRun {
 			if rq.positive() {
 				qr.resvAlloc[x.role] = qr.resvAlloc[x.role].add(rq)
 			}
+		}
+		// The tree counts shared resources (reserved, as every volume)
+		// once per role and agent; entries' quantities leave them out.
+		var roleShared map[string]resources.Resources
+		for i := range a.alloc {
+			x := &a.alloc[i]
+			if x.res.HasShared() {
+				if roleShared == nil {
+					roleShared = map[string]resources.Resources{}
+				}
+				roleShared[x.role] = roleShared[x.role].Add(x.res.Shared())
+			}
+		}
+		for rn, sh := range roleShared {
+			qr.resvAlloc[rn] = qr.resvAlloc[rn].add(c.names.vecOf(sh.Reserved()))
 		}
 	}
 	names := make([]string, 0, len(qr.guar))
