@@ -429,7 +429,11 @@ func (h *harness) exec(line string) error {
 		}
 	case "state":
 		for _, a := range h.c.agentList {
-			h.say("agent %s free %s", a.id, h.c.names.format(a.freeQ))
+			if a.shared.IsEmpty() {
+				h.say("agent %s free %s", a.id, h.c.names.format(a.freeQ))
+			} else {
+				h.say("agent %s free %s shared %s", a.id, h.c.names.format(a.freeQ), a.shared)
+			}
 			for _, x := range a.alloc.sorted() {
 				h.say("  %s %s %s", x.fw, x.role, x.res)
 			}
