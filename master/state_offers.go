@@ -45,13 +45,13 @@ func (s *state) allocated(fwID string, offers allocator.Offers, now time.Time) {
 				s.alloc.RecoverResources(fwID, agentID, res, nil)
 				continue
 			}
-			if a.converted && !s.freeOn(a).Contains(res.NonRevocable().WithoutAllocationInfo()) {
-				// Allocated before an operator's operation changed the
-				// agent's total: not there in this form any more (revocable
-				// resources are not part of the total). Hand it
-				// back and have the allocator recount the agent's free
-				// resources against the total.
-				s.log.Info("dropping an allocation that predates an operator's operation on the agent",
+			if !s.stillOfferable(a, res) {
+				// Allocated before an operation changed the agent's total
+				// (an operator's, or a DESTROY of a shared volume): not
+				// there in this form any more. Hand it back and have the
+				// allocator recount the agent's free resources against
+				// the total.
+				s.log.Info("dropping an allocation that predates an operation on the agent",
 					"framework", fwID, "agent", agentID, "resources", res.String())
 				s.alloc.RecoverResources(fwID, agentID, res, nil)
 				s.alloc.UpdateAgent(agentID, nil, a.total)
@@ -77,6 +77,41 @@ func (s *state) allocated(fwID string, offers allocator.Offers, now time.Time) {
 		Type:   schedulerpb.Event_OFFERS.Enum(),
 		Offers: &schedulerpb.Event_Offers{Offers: made},
 	})
+}
+
+// stillOfferable reports whether an allocation made by the allocator can
+// still be offered on agent a in this form. Allocations are carved out of
+// the total, but one may be on its way to the master when an operation
+// changes the total: an operator's operation on free resources (a is then
+// marked converted) or a framework's DESTROY of a shared volume, which the
+// allocator offers while in use. Shared resources are checked against the
+// total (several may hold them at once), the rest against what is free.
+func (s *state) stillOfferable(a *agent, res resources.Resources) bool {
+	res = res.NonRevocable().WithoutAllocationInfo() // revocable: not part of the total
+	if res.HasShared() {
+		sh := res.Shared()
+		if !sh.SharedIn(a.total).Equal(sh) {
+			return false
+		}
+		res = res.NonShared()
+	}
+	return !a.converted || s.freeOn(a).Contains(res)
+}
+
+// rescindOffersHolding rescinds the agent's offers that hold one of the
+// volumes (DESTROY: a shared volume may be offered to others while the
+// destroying framework holds it).
+func (s *state) rescindOffersHolding(a *agent, volumes []*mesos.Resource) {
+	vs, err := resources.FromProto(resources.ToPostRefinement(volumes))
+	if err != nil || vs.IsEmpty() {
+		return
+	}
+	vs = vs.WithoutAllocationInfo()
+	for _, o := range sortedOffers(a.offers) {
+		if !vs.SharedIn(o.res.WithoutAllocationInfo()).IsEmpty() || o.res.WithoutAllocationInfo().Contains(vs) {
+			s.rescindOffer(o, true)
+		}
+	}
 }
 
 // offerProto renders an offer the way the framework expects it (see
