@@ -168,7 +168,26 @@ func frameworkInfo(o Options) *mesos.FrameworkInfo {
 	if o.Role != "*" {
 		fi.Role = proto.String(o.Role)
 	}
+	if usesShared(o.Task) {
+		// Without it the master never offers shared resources (a shared
+		// persistent volume), so the task could never launch.
+		fi.Capabilities = append(fi.Capabilities,
+			&mesos.FrameworkInfo_Capability{Type: mesos.FrameworkInfo_Capability_SHARED_RESOURCES.Enum()})
+	}
 	return fi
+}
+
+// usesShared reports whether the task (or its executor) uses shared
+// resources.
+func usesShared(t *mesos.TaskInfo) bool {
+	for _, rs := range [][]*mesos.Resource{t.GetResources(), t.GetExecutor().GetResources()} {
+		for _, r := range rs {
+			if r.GetShared() != nil {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // handle reacts to one event; done says Run should return code, err.
