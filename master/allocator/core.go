@@ -109,22 +109,16 @@ type agent struct {
 	gpu      bool
 	removed  bool
 	cand     bool // in core.candBits
-	slot     int  // index in core.slots
+	// hasShared: the total holds shared resources (shared below; read on
+	// every visit, so kept with the hot flags, in their padding).
+	hasShared bool
+	slot      int // index in core.slots
 
 	freeQ         qv
 	freeQBuf      [4]int64 // storage of freeQ, next to active (read together first)
 	freeUnresQ    qv       // unreserved part of freeQ
 	freeUnresQBuf [4]int64
 	free          resources.Resources // total minus allocated (non-revocable, non-shared)
-
-	// shared holds the total's shared resources (persistent volumes of
-	// SHARED_RESOURCES frameworks), one copy each. As in Mesos they are
-	// never part of free: they may be offered while in use, each at most
-	// once per run (sharedOff holds what run sharedRun offered), and only
-	// to frameworks with SHARED_RESOURCES (shared.go).
-	shared    resources.Resources
-	sharedRun uint64
-	sharedOff resources.Resources
 
 	// alloc holds non-revocable allocations (offered or in use), by
 	// framework ID and role, without allocation info.
@@ -149,6 +143,15 @@ type agent struct {
 	total  resources.Resources // non-revocable
 	totalQ qv
 	resvQ  map[string]qv // reserved scalars of total by reservation role (nil: none)
+
+	// shared holds the total's shared resources (persistent volumes of
+	// SHARED_RESOURCES frameworks), one copy each. As in Mesos they are
+	// never part of free: they may be offered while in use, each at most
+	// once per run (sharedOff holds what run sharedRun offered), and only
+	// to frameworks with SHARED_RESOURCES (shared.go).
+	shared    resources.Resources
+	sharedRun uint64
+	sharedOff resources.Resources
 
 	revTotal   resources.Resources // oversub plus idle reservations, computed per run
 	revAlloc   allocSet
@@ -449,7 +452,7 @@ func refreshOfferable(f *framework) {
 // a cache miss in the middle of a run).
 func (c *core) refreshCand(a *agent) {
 	// Shared resources may be offered every run, even while in use.
-	want := a.freeQ.positive() || !a.shared.IsEmpty() || !a.oversub.IsEmpty() || !a.revAllocd.IsEmpty() || (c.idleResvd && a.reserved)
+	want := a.freeQ.positive() || a.hasShared || !a.oversub.IsEmpty() || !a.revAllocd.IsEmpty() || (c.idleResvd && a.reserved)
 	if a.removed {
 		want = false
 	}

@@ -251,7 +251,7 @@ func (c *core) addAgent(id string, info *mesos.AgentInfo, total resources.Resour
 	c.setTotal(a, total.NonRevocable())
 	a.free = a.total
 	a.setFree(a.totalQ, c.unreservedQ(a, a.total))
-	if !a.shared.IsEmpty() {
+	if a.hasShared {
 		a.free = a.total.NonShared()
 		a.setFree(c.names.vecOf(a.free), c.unreservedQ(a, a.free))
 	}

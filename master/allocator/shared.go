@@ -84,8 +84,8 @@ func (c *core) chargeShared(a *agent, fid, rn string, n *drfNode, before sharedH
 
 // setShared keeps a.shared the shared part of a's total.
 func (a *agent) setShared(total resources.Resources) {
-	a.shared = resources.Resources{}
-	if total.HasShared() {
+	a.shared, a.hasShared = resources.Resources{}, total.HasShared()
+	if a.hasShared {
 		a.shared = total.Shared()
 	}
 }
@@ -93,7 +93,7 @@ func (a *agent) setShared(total resources.Resources) {
 // sharedLeft is what of a's shared resources the current run has not
 // offered yet.
 func (rn *run) sharedLeft(a *agent) resources.Resources {
-	if a.shared.IsEmpty() || a.sharedRun != rn.c.runSeq {
+	if !a.hasShared || a.sharedRun != rn.c.runSeq {
 		return a.shared
 	}
 	return a.shared.Subtract(a.sharedOff)
