@@ -224,3 +224,57 @@ func TestSharedVolumeDestroyRescindsOtherOffers(t *testing.T) {
 		t.Fatalf("volume still in the total %v", h.total(a))
 	}
 }
+
+// The copies a launch needs beyond its offers' are added to the
+// allocation, one UpdateAllocation per launch: two tasks of one ACCEPT on
+// one offered copy (one more), and a task whose new executor names the
+// volume too (one more: each holds a copy, each gives it back when it
+// ends). A task naming a shared volume its offers do not hold is refused.
+func TestSharedVolumeCopiesOfOneAccept(t *testing.T) {
+	h := newHarness(t)
+	vol := sharedVolume("data", "db", 512)
+	sub := agentSub("a1", "cpus:4;mem:1024;disk:512")
+	sub.CheckpointedResources = []*mesos.Resource{vol}
+	a := h.agentSubscribe(sub)
+	f := h.subscribe(roleInfo("fa", "db", mesos.FrameworkInfo_Capability_SHARED_RESOURCES))
+	v := mustRes([]*mesos.Resource{vol})
+	h.s.allocated(f.id, map[string]map[string]resources.Resources{"db": {a.id: resources.MustParse("cpus:4;mem:1024").Add(v)}}, h.now)
+	h.settle()
+	offers := f.offers()
+	withExec := volumeTask("t3", a.id, "cpus:0.5;mem:64", vol)
+	withExec.Command = nil
+	withExec.Executor = &mesos.ExecutorInfo{ExecutorId: &mesos.ExecutorID{Value: proto.String("ex")},
+		Command:   &mesos.CommandInfo{Value: proto.String("exec")},
+		Resources: resources.ToPreRefinement(append(resources.MustParse("cpus:0.25;mem:32").Proto(), proto.Clone(vol).(*mesos.Resource)))}
+	other := sharedVolume("other", "db", 64)
+	f.mustCall(acceptCall(offers, launch(
+		volumeTask("t1", a.id, "cpus:0.5;mem:64", vol),
+		volumeTask("t2", a.id, "cpus:0.5;mem:64", vol),
+		withExec,
+		volumeTask("t4", a.id, "cpus:0.5;mem:64", other))))
+	for _, id := range []string{"t1", "t2", "t3"} {
+		if got := h.task(f.id, id); got == nil || got.GetState() != mesos.TaskState_TASK_STAGING {
+			t.Fatalf("task %s = %v", id, got)
+		}
+	}
+	ups := f.updates()
+	if len(ups) != 1 || ups[0].GetTaskId().GetValue() != "t4" || ups[0].GetState() != mesos.TaskState_TASK_ERROR ||
+		!strings.Contains(ups[0].GetMessage(), "more resources") {
+		t.Fatalf("updates %v, want TASK_ERROR for t4", ups)
+	}
+	var adds []string
+	for _, c := range h.alloc.recorded() {
+		if strings.HasPrefix(c, "UpdateAllocation") {
+			adds = append(adds, c)
+		}
+	}
+	// t1 takes the offer's copy; t2 needs one more; t3 and its executor
+	// two more.
+	if len(adds) != 2 || strings.Count(adds[0], "<SHARED>") != 1 || !strings.Contains(adds[1], "[data,data:RW]<SHARED>:512 x2") {
+		t.Fatalf("allocation updates %v", adds)
+	}
+	rec := h.alloc.recoveries()
+	if len(rec) != 1 || rec[0].res.HasShared() {
+		t.Fatalf("recovered %v: want the rest of the offer, without the volume", rec)
+	}
+}

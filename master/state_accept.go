@@ -189,8 +189,8 @@ func (l *launcher) launch(ti *mesos.TaskInfo) {
 			need = need.Add(ex.res)
 		}
 	}
-	if avail := l.available(); err == nil && !avail.Contains(need) {
-		err = fmt.Errorf("Task uses more resources %s than available %s", describe(need), describe(avail))
+	if err == nil && !l.fits(need) {
+		err = fmt.Errorf("Task uses more resources %s than available %s", describe(need), describe(l.available()))
 	}
 	// Last: a long task that fits holds its part of the bound at once.
 	var long bool
@@ -228,6 +228,18 @@ func (l *launcher) available() resources.Resources {
 		return l.remaining
 	}
 	return l.remaining.NonShared().Add(l.offeredShared)
+}
+
+// fits reports whether a launch needing need fits in the offers: its
+// non-shared resources in what remains, each of its shared resources
+// (however many copies: a task and its new executor may both name the
+// volume) among the offers' shared resources.
+func (l *launcher) fits(need resources.Resources) bool {
+	if !need.HasShared() {
+		return l.remaining.Contains(need)
+	}
+	sh := need.Shared()
+	return l.remaining.NonShared().Contains(need.NonShared()) && sh.SharedIn(l.offeredShared).Equal(sh)
 }
 
 // useShared accounts for the shared resources a launch uses beyond the
