@@ -506,7 +506,9 @@ func (c *core) recoverResources(fid, aid string, res resources.Resources, filter
 			n = c.fwNode(f, r)
 		}
 		q := g.q
-		if q == nil {
+		if q == nil || g.res.HasShared() {
+			// g.q leaves shared resources out; the filter must cover
+			// what was offered, them included (Mesos's isFiltered).
 			q = c.names.vecOf(g.res)
 		}
 		addFilter(n, a, q, now.Add(d))
