@@ -72,15 +72,16 @@ func (g AgentOffers) IDs() []*mesos.OfferID {
 }
 
 // ByAgent groups offers by agent and allocation role, in the order each
-// group's first offer appears. An offer whose resources do not parse is
-// left out (a master does not send one).
+// group's first offer appears. An offer whose resources do not parse (a
+// master does not send one) is in its group but adds no resources, so it
+// is still declined or accepted with the others.
 func ByAgent(offers []*mesos.Offer) []AgentOffers {
 	var out []AgentOffers
 	index := map[string]int{}
 	for _, o := range offers {
 		r, err := resources.FromProto(o.GetResources())
 		if err != nil {
-			continue
+			r = resources.Resources{}
 		}
 		role := o.GetAllocationInfo().GetRole()
 		key := o.GetAgentId().GetValue() + "\x00" + role
