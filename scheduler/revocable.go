@@ -42,7 +42,7 @@ import (
 //			client.Decline(ctx, g.IDs(), nil)
 //			continue
 //		}
-//		task.Resources = got.Proto()
+//		task.AgentId, task.Resources = g.Offers[0].GetAgentId(), got.Proto()
 //		client.Launch(ctx, g.IDs(), []*mesos.TaskInfo{task}, nil)
 //	}
 //
