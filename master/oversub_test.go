@@ -318,6 +318,21 @@ func TestLenderTakesReservationBack(t *testing.T) {
 	if h.task(tenant.id, "tenant-1") == nil {
 		t.Fatal("the master dropped the tenant's task; evicting it is the agent's")
 	}
+
+	// The design's case 1: a tenant's launch on its rescinded lent offer
+	// arrives after the rescind and is lost, not over-committed.
+	late := cmdTask("tenant-2", a.id, "cpus:1")
+	late.Resources[0].Revocable = &mesos.Resource_RevocableInfo{}
+	tenant.mustCall(acceptCall([]*mesos.Offer{left["lent"]}, launch(late)))
+	ups := tenant.updates()
+	if len(ups) != 1 || ups[0].GetState() != mesos.TaskState_TASK_LOST || ups[0].GetReason() != mesos.TaskStatus_REASON_INVALID_OFFERS {
+		t.Fatalf("launch on a rescinded lent offer: updates %v, want TASK_LOST with REASON_INVALID_OFFERS", ups)
+	}
+	for _, ev := range a.drain() {
+		if ev.GetType() == protocol.AgentEvent_RUN_TASK {
+			t.Fatalf("sent %v for a launch on a rescinded offer", ev.GetRunTask().GetTask().GetTaskId())
+		}
+	}
 }
 
 // The agent's revocable resources show in its total as Mesos shows an
