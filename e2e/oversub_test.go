@@ -55,6 +55,10 @@ func TestRevocableRunOnEstimatedSlack(t *testing.T) {
 			metrics["master/cpus_total"], metrics["master/cpus_revocable_total"])
 	}
 	promtoolCheck(t, promtool, "master", scrape(t, "http://"+addr+"/metrics"))
+	if code, out := runCmd(t, 30*time.Second, mezzoBin, "agents", "--master="+addr, "-o", "wide"); code != 0 ||
+		!strings.Contains(out, "REV CPUS") || !strings.Contains(out, "0/3") {
+		t.Fatalf("mezzo agents -o wide: exit %d, want a REV CPUS column with 0/3:\n%s", code, out)
+	}
 
 	// More cpus than the agent's regular unreserved ones: only revocable
 	// cpus can hold it.
