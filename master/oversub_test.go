@@ -380,3 +380,67 @@ func TestAgentViewShowsRevocableTotal(t *testing.T) {
 func teardownCall() *schedulerpb.Call {
 	return &schedulerpb.Call{Type: schedulerpb.Call_TEARDOWN.Enum()}
 }
+
+// As Mesos: a container is revocable as a whole, so it may take cpus
+// from revocable resources and memory from regular ones, never some cpus
+// of each kind; the task (or task and executor) gets TASK_ERROR.
+func TestTaskMixingRevocableAndRegularOfOneName(t *testing.T) {
+	h := newHarness(t)
+	a := h.addAgent("a1", "cpus:4;mem:1024")
+	f := h.subscribe(roleInfo("tenant", "*", mesos.FrameworkInfo_Capability_REVOCABLE_RESOURCES))
+	slack := resources.MustParse("cpus:2").AsThrottleable()
+	revocable := func(res string) []*mesos.Resource {
+		return resources.ToPreRefinement(resources.MustParse(res).AsThrottleable().Proto())
+	}
+	for _, tc := range []struct {
+		name string
+		task func() *mesos.TaskInfo
+		want string // "" launched
+	}{
+		{"revocable cpus, regular mem", func() *mesos.TaskInfo {
+			ti := cmdTask("ok", a.id, "mem:64")
+			ti.Resources = append(ti.Resources, revocable("cpus:1")...)
+			return ti
+		}, ""},
+		{"cpus of both kinds", func() *mesos.TaskInfo {
+			ti := cmdTask("mixed", a.id, "cpus:0.5;mem:64")
+			ti.Resources = append(ti.Resources, revocable("cpus:0.5")...)
+			return ti
+		}, "Task mixes revocable and non-revocable resources: Cannot use both revocable and non-revocable 'cpus' at the same time"},
+		{"task and executor", func() *mesos.TaskInfo {
+			ti := cmdTask("mixed-ex", a.id, "mem:64")
+			ti.Resources = append(ti.Resources, revocable("cpus:0.5")...)
+			ti.Command = nil
+			ti.Executor = &mesos.ExecutorInfo{ExecutorId: &mesos.ExecutorID{Value: proto.String("ex")},
+				Command:   &mesos.CommandInfo{Value: proto.String("run-executor")},
+				Resources: resources.ToPreRefinement(resources.MustParse("cpus:0.1;mem:32").Proto())}
+			return ti
+		}, "Task and its executor mix revocable and non-revocable resources: Cannot use both revocable and non-revocable 'cpus' at the same time"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h.s.allocated(f.id, allocator.Offers{"*": {a.id: resources.MustParse("cpus:1;mem:512").Add(slack)}}, h.now)
+			h.settle()
+			offers := f.offers()
+			if len(offers) != 2 {
+				t.Fatalf("%d offers, want a regular and a throttle-able one", len(offers))
+			}
+			ti := tc.task()
+			a.drain()
+			f.mustCall(acceptCall(offers, launch(ti)))
+			ran := false
+			for _, ev := range a.drain() {
+				ran = ran || ev.GetType() == protocol.AgentEvent_RUN_TASK
+			}
+			ups := f.updates()
+			if tc.want == "" {
+				if !ran || len(ups) != 0 {
+					t.Fatalf("not launched: %v", ups)
+				}
+				return
+			}
+			if ran || len(ups) != 1 || ups[0].GetState() != mesos.TaskState_TASK_ERROR || ups[0].GetMessage() != tc.want {
+				t.Fatalf("updates %v, want TASK_ERROR %q", ups, tc.want)
+			}
+		})
+	}
+}

@@ -92,3 +92,25 @@ func (s *state) revocableTotal(a *agent, used, offered resources.Resources) reso
 	}
 	return rev
 }
+
+// mixesRevocable refuses revocable and non-revocable resources of one name
+// in one container (task, executor, or both), as Mesos's validation does:
+// a container is revocable as a whole (the QoS controller may kill it), so
+// it may take its cpus from revocable resources and its memory from
+// regular ones, but not some of its cpus from each.
+func mixesRevocable(r resources.Resources) error {
+	rev := r.Revocable()
+	if rev.IsEmpty() {
+		return nil
+	}
+	regular := map[string]bool{}
+	for _, p := range r.NonRevocable().Proto() {
+		regular[p.GetName()] = true
+	}
+	for _, p := range rev.Proto() {
+		if regular[p.GetName()] {
+			return fmt.Errorf("Cannot use both revocable and non-revocable '%s' at the same time", p.GetName())
+		}
+	}
+	return nil
+}
