@@ -185,6 +185,11 @@ func (l *launcher) launch(ti *mesos.TaskInfo) {
 	need := res
 	if err == nil && ti.GetExecutor() != nil {
 		ex, err = l.executorFor(ti.GetExecutor())
+		if err == nil {
+			if mixErr := mixesRevocable(res.Add(ex.res)); mixErr != nil {
+				err = fmt.Errorf("Task and its executor mix revocable and non-revocable resources: %v", mixErr)
+			}
+		}
 		if err == nil && l.isNew(ex) {
 			need = need.Add(ex.res)
 		}
@@ -311,6 +316,9 @@ func (l *launcher) launchGroup(g *mesos.Offer_Operation_LaunchGroup) {
 			taskRes[ti.GetTaskId().GetValue()] = res
 			need = need.Add(res)
 		}
+		if err := mixesRevocable(need.Add(ex.res)); err != nil {
+			return fmt.Errorf("Task group and executor mix revocable and non-revocable resources: %v", err)
+		}
 		if l.isNew(ex) {
 			need = need.Add(ex.res)
 		}
@@ -391,6 +399,9 @@ func (l *launcher) validateTask(ti *mesos.TaskInfo, inGroup bool) (*mesos.TaskIn
 	if err != nil {
 		return nil, resources.Resources{}, fmt.Errorf("Task uses invalid resources: %v", err)
 	}
+	if err := mixesRevocable(res); err != nil {
+		return nil, resources.Resources{}, fmt.Errorf("Task mixes revocable and non-revocable resources: %v", err)
+	}
 	ti.Resources = res.Proto()
 	return ti, res, nil
 }
@@ -419,6 +430,9 @@ func (l *launcher) executorFor(ei *mesos.ExecutorInfo) (*executor, error) {
 	res, err := resources.FromProto(rs)
 	if err != nil {
 		return nil, fmt.Errorf("Executor uses invalid resources: %v", err)
+	}
+	if err := mixesRevocable(res); err != nil {
+		return nil, fmt.Errorf("Executor mixes revocable and non-revocable resources: %v", err)
 	}
 	info := proto.Clone(ei).(*mesos.ExecutorInfo)
 	info.FrameworkId = frameworkID(l.fw.id)

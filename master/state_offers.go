@@ -15,9 +15,11 @@ import (
 	"mezzo/resources"
 )
 
-// allocated turns one allocation into offers: one Offer per (agent, role),
-// all sent in one OFFERS event. Resources that can no longer be offered
-// (framework gone or inactive, agent gone or inactive) go straight back.
+// allocated turns one allocation into offers: per (agent, role), one Offer
+// of each kind it holds (offerKinds: regular, throttle-able revocable,
+// lent revocable), all sent in one OFFERS event. Resources that can no
+// longer be offered (framework gone or inactive, agent gone or inactive)
+// go straight back.
 func (s *state) allocated(fwID string, offers allocator.Offers, now time.Time) {
 	fw := s.frameworks[fwID]
 	roles := make([]string, 0, len(offers))
@@ -57,16 +59,18 @@ func (s *state) allocated(fwID string, offers allocator.Offers, now time.Time) {
 				s.alloc.UpdateAgent(agentID, nil, a.total)
 				continue
 			}
-			o := &offer{id: s.newOfferID(), fwID: fwID, agentID: agentID, role: role, res: res}
-			if s.cfg.OfferTimeout > 0 {
-				s.setOfferExpiry(o, now.Add(s.cfg.OfferTimeout))
+			for _, part := range offerKinds(res) {
+				o := &offer{id: s.newOfferID(), fwID: fwID, agentID: agentID, role: role, res: part}
+				if s.cfg.OfferTimeout > 0 {
+					s.setOfferExpiry(o, now.Add(s.cfg.OfferTimeout))
+				}
+				s.longOffer(o)
+				o.proto = s.offerProto(o, fw, a)
+				s.offers[o.id] = o
+				fw.offers[o.id] = o
+				a.offers[o.id] = o
+				made = append(made, o.proto)
 			}
-			s.longOffer(o)
-			o.proto = s.offerProto(o, fw, a)
-			s.offers[o.id] = o
-			fw.offers[o.id] = o
-			a.offers[o.id] = o
-			made = append(made, o.proto)
 		}
 	}
 	if len(made) == 0 {
@@ -112,6 +116,28 @@ func (s *state) rescindOffersHolding(a *agent, volumes []*mesos.Resource) {
 			s.rescindOffer(o, true)
 		}
 	}
+}
+
+// offerKinds splits what one allocation gives on one agent into the offers
+// the oversubscription-for-reservation design asks for ("Offers"): regular
+// resources (unreserved and reserved), throttle-able revocable resources
+// (the agent's estimated slack) and non-throttle revocable resources (lent
+// reservations), each non-empty kind in an offer of its own, in that order.
+// Rescinding one kind (its estimate shrank, its lender took it back) then
+// leaves the framework's offers of the other kinds alone. A framework may
+// still combine the offers of one agent in one ACCEPT.
+func offerKinds(res resources.Resources) []resources.Resources {
+	rev := res.Revocable()
+	if rev.IsEmpty() {
+		return []resources.Resources{res} // the common case, unsplit
+	}
+	out := make([]resources.Resources, 0, 3)
+	for _, part := range []resources.Resources{res.NonRevocable(), rev.Throttleable(), rev.Lent()} {
+		if !part.IsEmpty() {
+			out = append(out, part)
+		}
+	}
+	return out
 }
 
 // offerProto renders an offer the way the framework expects it (see
@@ -254,16 +280,34 @@ func (s *state) rescindAgentOffers(a *agent) {
 	}
 }
 
-// rescindOn rescinds the framework's offers on an agent (the allocator's
-// Rescind callback, when a revocable estimate shrank).
-func (s *state) rescindOn(fwID, agentID string, now time.Time) {
+// rescindOn is the allocator's Rescind callback on the loop: the
+// framework's offers on the agent no longer all fit (a revocable total
+// shrank: a smaller estimate, a lent reservation its role took back; or an
+// allocation predating a change of the agent's total). If r is all
+// revocable, only the framework's offers holding some of r are rescinded,
+// so a lender taking its reservation back costs a tenant its lent offer,
+// not its regular or throttle-able ones; otherwise every offer of the
+// framework on the agent is, as they may hold r in a form the agent no
+// longer has.
+func (s *state) rescindOn(fwID, agentID string, r resources.Resources, now time.Time) {
 	fw := s.frameworks[fwID]
 	if fw == nil {
 		return
 	}
+	onlyRevocable := !r.IsEmpty() && r.NonRevocable().IsEmpty()
+	want := r.WithoutAllocationInfo()
 	for _, o := range sortedOffers(fw.offers) {
-		if o.agentID == agentID {
-			s.rescindOffer(o, true)
+		if o.agentID != agentID {
+			continue
 		}
+		if onlyRevocable && !shareResources(o.res.Revocable().WithoutAllocationInfo(), want) {
+			continue
+		}
+		s.rescindOffer(o, true)
 	}
+}
+
+// shareResources reports whether x and y have some resource in common.
+func shareResources(x, y resources.Resources) bool {
+	return !x.Subtract(x.Subtract(y)).IsEmpty()
 }

@@ -78,6 +78,49 @@ func (r Resources) Lent() Resources {
 	return r.filter(func(it *item) bool { return it.revocable && !it.throttle })
 }
 
+// AsLent returns what r's reserved resources become when lent out
+// (oversubscription for reservations): unreserved, without allocation
+// info, revocable without throttle_info. Persistent volumes, other disks
+// with disk info and shared resources are never lent (a tenant could not
+// give them back as it found them), nor are unreserved resources, which
+// need no lending.
+func (r Resources) AsLent() Resources {
+	ps := r.filter(func(it *item) bool {
+		return it.role != "" && !it.shared && it.meta.GetDisk() == nil
+	}).Proto()
+	for _, p := range ps {
+		p.Reservations = nil
+		p.Reservation = nil
+		p.Role = nil
+		p.AllocationInfo = nil
+		p.Revocable = &mesos.Resource_RevocableInfo{}
+	}
+	return rebuilt(ps)
+}
+
+// AsThrottleable returns r marked as an agent's usage slack: every entry
+// revocable with throttle_info (the master marks the estimates agents
+// send in UPDATE_RESOURCES this way, so they never merge with lent
+// reservations).
+func (r Resources) AsThrottleable() Resources {
+	ps := r.Proto()
+	for _, p := range ps {
+		p.Revocable = &mesos.Resource_RevocableInfo{ThrottleInfo: &mesos.Resource_RevocableInfo_ThrottleInfo{}}
+	}
+	return rebuilt(ps)
+}
+
+// rebuilt is New of protos derived from valid resources by changing
+// what only identifies them (reservation, revocability): they cannot be
+// invalid, so an error is a bug here.
+func rebuilt(ps []*mesos.Resource) Resources {
+	out, err := FromProto(ps)
+	if err != nil {
+		panic("resources: rebuilding derived resources: " + err.Error())
+	}
+	return out
+}
+
 // NonRevocable returns the non-revocable resources.
 func (r Resources) NonRevocable() Resources {
 	return r.filter(func(it *item) bool { return !it.revocable })
