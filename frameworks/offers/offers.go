@@ -18,7 +18,6 @@ package offers
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -28,6 +27,7 @@ import (
 
 	"mezzo/api/mesos"
 	"mezzo/resources"
+	"mezzo/scheduler"
 )
 
 // Need is what one task asks for: scalar quantities by name ("cpus",
@@ -38,34 +38,20 @@ type Need struct {
 }
 
 // ParseNeed reads a task's resources in Mesos text form, e.g.
-// "cpus:1;mem:256;ports:1" (ports is a count here, not ranges).
+// "cpus:1;mem:256;ports:1" (ports is a count here, not ranges), with the
+// SDK's parser (scheduler.ParseNeed).
 func ParseNeed(text string) (Need, error) {
-	n := Need{Scalars: map[string]float64{}}
-	for _, tok := range strings.Split(text, ";") {
-		tok = strings.TrimSpace(tok)
-		if tok == "" {
-			continue
-		}
-		name, v, ok := strings.Cut(tok, ":")
-		name = strings.TrimSpace(name)
-		if !ok || name == "" || strings.ContainsAny(name, "()") {
-			return Need{}, fmt.Errorf("%q: expecting name:quantity (a task's needs are unreserved quantities)", tok)
-		}
-		var q float64
-		if _, err := fmt.Sscanf(strings.TrimSpace(v), "%g", &q); err != nil || !(q > 0) || math.IsInf(q, 0) {
-			return Need{}, fmt.Errorf("%q: the quantity must be a positive number", tok)
-		}
-		if name == "ports" {
-			if q != math.Trunc(q) {
-				return Need{}, fmt.Errorf("%q: ports is a whole number of ports", tok)
-			}
-			n.Ports += int(q)
-			continue
-		}
-		n.Scalars[name] += q
+	sn, err := scheduler.ParseNeed(text)
+	if err != nil {
+		return Need{}, err
 	}
-	if len(n.Scalars) == 0 && n.Ports == 0 {
-		return Need{}, errors.New("no resources given")
+	n := Need{Scalars: sn.Scalars}
+	if q, ok := n.Scalars["ports"]; ok {
+		if q != math.Trunc(q) {
+			return Need{}, fmt.Errorf("\"ports:%g\": ports is a whole number of ports", q)
+		}
+		n.Ports = int(q)
+		delete(n.Scalars, "ports")
 	}
 	return n, nil
 }
