@@ -290,13 +290,17 @@ func (e *executor) revocable() bool {
 
 // usageSnapshot lists the live containers with their allocations, for the
 // estimator and the controller (their Statistics are measured off the loop).
+// Containers still starting are listed too: what they hold counts (the
+// forwarded total, the fixed estimator), and, unmeasurable yet, the slack
+// estimator lends nothing for them and the controllers count a revocable
+// one at its allocation.
 func (a *core) usageSnapshot() oversub.Snapshot {
 	s := oversub.Snapshot{Total: a.total.NonRevocable()}
 	for _, fid := range a.fwOrder {
 		fw := a.frameworks[fid]
 		for _, eid := range fw.order {
 			e := fw.executors[eid]
-			if e == nil || e.phase == phaseTerminated || e.launching || e.containerID == "" {
+			if e == nil || e.phase == phaseTerminated || e.containerID == "" {
 				continue
 			}
 			alloc, err := resources.FromProto(e.allocation())
