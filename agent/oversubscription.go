@@ -171,17 +171,12 @@ func (a *core) runQoS() {
 	if a.ovs.correcting {
 		return
 	}
-	snap := a.usageSnapshot()
-	revocable := false
-	for _, c := range snap.Containers {
-		revocable = revocable || c.Revocable()
-	}
-	if !revocable {
+	if !a.revocableLive() {
 		a.armQoS(qosSamplePeriod)
 		return
 	}
 	a.ovs.correcting = true
-	a.ovsSink.correct(snap, a.clock.Now(), a.corrected)
+	a.ovsSink.correct(a.usageSnapshot(), a.clock.Now(), a.corrected)
 }
 
 // corrected carries out the controller's corrections (loop) and arms the
@@ -253,6 +248,20 @@ func (a *core) goneState(fw *framework) mesos.TaskState {
 		return mesos.TaskState_TASK_GONE
 	}
 	return mesos.TaskState_TASK_LOST
+}
+
+// revocableLive reports whether a live container holds revocable
+// resources (four times a second: it reads the protos).
+func (a *core) revocableLive() bool {
+	for _, fid := range a.fwOrder {
+		fw := a.frameworks[fid]
+		for _, eid := range fw.order {
+			if e := fw.executors[eid]; e != nil && e.phase != phaseTerminated && e.revocable() {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // executorByContainer finds the executor running in a container.
