@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -168,6 +169,13 @@ func New(cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	a.finishCheckpointedResources(a.rec)
+	if ovs := cfg.Oversubscription; ovs.ResourceEstimator != "noop" || ovs.QoSController != "noop" {
+		r, err := newOversubRunner(ovs, meterOf(a.cz))
+		if err != nil {
+			return nil, fmt.Errorf("agent config: %w", err)
+		}
+		a.ovsSink = liveOversub{a, r}
+	}
 	a.http = httpapi.New(backend{a}, a.files, a.log, cfg.Logging)
 	a.http.SetAuthorizer(cfg.Authorizer)
 	a.authFailures = &atomic.Int64{}
@@ -254,6 +262,7 @@ func (a *Agent) fail(err error) {
 func (a *Agent) run() {
 	defer close(a.done)
 	a.recoverState()
+	a.startOversubscription() // after recovery: a restarted agent estimates anew
 	for {
 		select {
 		case f := <-a.inbox:

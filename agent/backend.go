@@ -224,6 +224,12 @@ func (a *Agent) stateView() *httpapi.StateView {
 		Flags:        a.flags(),
 		Capabilities: []string{"MULTI_ROLE", "HIERARCHICAL_ROLE", "RESERVATION_REFINEMENT", "TASK_RESOURCE_LIMITS"},
 	}
+	if a.ovs.estimates {
+		v.Oversubscribed = a.ovs.total.Proto()
+		if v.Oversubscribed == nil {
+			v.Oversubscribed = []*mesos.Resource{}
+		}
+	}
 	if a.sess.registeredNow() && a.sess.masterInfo != nil {
 		v.MasterHostname = a.sess.masterInfo.GetHostname()
 	}
@@ -299,6 +305,19 @@ func (a *Agent) flags() map[string]string {
 		"docker_kill_orphans":             strconv.FormatBool(!c.Docker.KeepOrphans),
 		"sandbox_directory":               orDefault(c.Docker.SandboxDirectory, "/mnt/mesos/sandbox"),
 		"docker_config":                   dockerConfigFlag(c.Docker),
+		// Oversubscription (docs/oversubscription.md).
+		"resource_estimator":                         c.Oversubscription.ResourceEstimator,
+		"qos_controller":                             c.Oversubscription.QoSController,
+		"oversubscribed_resources_interval":          fmtDur(c.Oversubscription.OversubscribedResourcesInterval),
+		"qos_correction_interval_min":                fmtDur(c.Oversubscription.QoSCorrectionIntervalMin),
+		"revocable_cpu_low_priority":                 strconv.FormatBool(c.Oversubscription.RevocableCPULowPriority == nil || *c.Oversubscription.RevocableCPULowPriority),
+		"fixed_resource_estimator_resources":         c.Oversubscription.FixedResources,
+		"load_qos_controller_threshold_5min":         optFloat(c.Oversubscription.LoadThreshold5Min),
+		"load_qos_controller_threshold_15min":        optFloat(c.Oversubscription.LoadThreshold15Min),
+		"slack_estimator_resources":                  strings.Join(c.Oversubscription.SlackResources, ","),
+		"slack_estimator_margin":                     strconv.FormatFloat(c.Oversubscription.SlackMargin, 'g', -1, 64),
+		"slack_estimator_window":                     fmtDur(c.Oversubscription.SlackWindow),
+		"interference_qos_controller_throttle_ratio": strconv.FormatFloat(c.Oversubscription.ThrottleRatio, 'g', -1, 64),
 	}
 }
 
@@ -363,7 +382,7 @@ func (a *Agent) metricsSnapshot() map[string]float64 {
 	m["slave/executors_running"] = phases[phaseRunning]
 	m["slave/executors_terminating"] = phases[phaseTerminating]
 	m["slave/executors_terminated"] = float64(c.executorsTerminated)
-	m["slave/executors_preempted"] = 0
+	m["slave/executors_preempted"] = float64(a.ovs.qosPreempted + a.ovs.lentEvicted)
 	m["slave/valid_status_updates"] = float64(c.validUpdates)
 	m["slave/invalid_status_updates"] = float64(c.invalidUpdates)
 	m["slave/valid_framework_messages"] = float64(c.validFrameworkMessages)
@@ -376,7 +395,21 @@ func (a *Agent) metricsSnapshot() map[string]float64 {
 	m["slave/checkpoint_resources_refused"] = float64(c.checkpointResourcesRefused)
 	m["slave/volume_errors"] = float64(c.volumeErrors)
 	m["slave/volumes_kept_in_use"] = float64(c.volumesKept)
-	nonRev, rev := a.total.NonRevocable(), a.total.Revocable()
+	// mezzo's own oversubscription counters (docs/oversubscription.md):
+	// executors_preempted is their sum of qos_corrections and
+	// lent_evictions.
+	m["slave/qos_corrections"] = float64(a.ovs.qosPreempted)
+	m["slave/qos_corrections_ignored"] = float64(a.ovs.correctionsIgnored)
+	m["slave/qos_corrections_refused"] = float64(a.ovs.correctionsRefused)
+	m["slave/qos_controller_errors"] = float64(a.ovs.qosErrors)
+	m["slave/lent_evictions"] = float64(a.ovs.lentEvicted)
+	m["slave/resource_estimator_errors"] = float64(a.ovs.estimateErrors)
+	m["slave/oversubscribed_updates_sent"] = float64(a.ovs.updatesSent)
+	// The revocable total is the oversubscribed total the agent tells the
+	// master (its estimate plus the throttle-able resources containers
+	// hold), as Mesos's agent; used is every revocable resource its
+	// containers hold, lent reservations included, as Mesos counts it.
+	nonRev, rev := a.total.NonRevocable(), a.ovs.total
 	for _, name := range []string{"cpus", "mem", "disk", "gpus"} {
 		total := nonRev.Scalar(name)
 		m["slave/"+name+"_total"] = total
@@ -398,6 +431,14 @@ func dockerConfigFlag(d DockerConfig) string {
 		return v
 	}
 	return "(inline JSON with credentials for: " + strings.Join(d.registryAuth.Registries(), ", ") + ")"
+}
+
+// optFloat is an optional number as /flags shows it ("" when unset).
+func optFloat(v *float64) string {
+	if v == nil {
+		return ""
+	}
+	return strconv.FormatFloat(*v, 'g', -1, 64)
 }
 
 func orDefault(v, def string) string {

@@ -17,6 +17,7 @@ import (
 	"mezzo/agent/containerizer"
 	"mezzo/agent/containerizer/docker"
 	"mezzo/agent/fetcher"
+	"mezzo/agent/oversub"
 	"mezzo/internal/authn"
 	"mezzo/internal/authorizer"
 	"mezzo/internal/clock"
@@ -135,6 +136,13 @@ type Config struct {
 	// Cgroups configures the cgroups isolators (--cgroups_hierarchy,
 	// --cgroups_root, --cgroups_enable_cfs, --cgroups_limit_swap).
 	Cgroups CgroupsConfig
+	// Oversubscription holds the oversubscription flags with Mesos's names
+	// (--resource_estimator, --qos_controller,
+	// --oversubscribed_resources_interval, --qos_correction_interval_min,
+	// --revocable_cpu_low_priority, and the estimators' and controllers'
+	// parameters; docs/oversubscription.md). The zero value is Mesos's
+	// default: no estimate, no corrections, revocable cpus at low priority.
+	Oversubscription oversub.Config
 	// Containerizer, if set, is used instead of building one from
 	// Containerizers and Isolation (tests, emulation).
 	Containerizer containerizer.Containerizer
@@ -322,6 +330,11 @@ func (c *Config) validate() error {
 	case PolicyEqual, PolicyAdditive:
 	default:
 		return fmt.Errorf("agent config: 'reconfiguration_policy' %q is neither %q nor %q", c.ReconfigurationPolicy, PolicyEqual, PolicyAdditive)
+	}
+	// Validate names the flag of a bad value (--qos_controller: unknown
+	// controller "x"), so the agent fails at start saying which.
+	if err := c.Oversubscription.Validate(); err != nil {
+		return fmt.Errorf("agent config: %w", err)
 	}
 	if c.AuthenticateExecutors && c.ExecutorSecretKey == nil {
 		return errors.New("agent config: --authenticate_http_executors needs --executor_secret_key")

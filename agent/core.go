@@ -42,6 +42,14 @@ type core struct {
 	calls      callSink
 	timers     timerSink
 	cp         checkpointer
+	// ovsSink runs the resource estimator and the QoS controller off the
+	// loop (oversubscription.go); nil when both are noop.
+	ovsSink oversubSink
+	// ovs is the oversubscription state: estimates, corrections, counters.
+	ovs oversubState
+	// deferred are regular launches waiting for evicted tenants of lent
+	// reservations to end (lending.go), first come first started.
+	deferred []*deferredLaunch
 
 	// total is the agent's resources: Agent.flagsTotal with the
 	// checkpointed resources applied.

@@ -32,6 +32,7 @@ type pureAgent struct {
 	clk   *clock.Fake
 	tm    *fakeTimers
 	upd   *recUpdates
+	calls *recCalls
 	names map[string]string // container ID → executor ID, for readable transcripts
 }
 
@@ -64,7 +65,8 @@ func newPureAgent(t *testing.T) *pureAgent {
 	}
 	a.sum = p.upd
 	a.containers = recContainers{p}
-	a.calls = recCalls{fx}
+	p.calls = &recCalls{fx: fx}
+	a.calls = p.calls
 	a.timers = p.tm
 	a.cp = recCheckpoints{fx}
 	a.sess.agentID = "S1"
@@ -159,11 +161,30 @@ func (c recContainers) destroy(id string, grace time.Duration) {
 	c.p.fx.add("destroy %s grace=%v", c.p.names[id], grace)
 }
 
-// recCalls records calls to the master.
-type recCalls struct{ fx *effectLog }
+// recCalls records calls to the master; with down set it refuses them, as
+// an agent that is not registered does.
+type recCalls struct {
+	fx   *effectLog
+	down bool
+}
 
-func (c recCalls) send(call *protocol.AgentCall) bool {
+func (c *recCalls) send(call *protocol.AgentCall) bool {
+	if c.down {
+		c.fx.add("master %s not sent: not registered", call.GetType())
+		return false
+	}
 	switch call.GetType() {
+	case protocol.AgentCall_UPDATE_RESOURCES:
+		r, err := resources.FromProto(call.GetUpdateResources().GetOversubscribed())
+		if err != nil {
+			c.fx.add("master UPDATE_RESOURCES invalid: %v", err)
+			break
+		}
+		kind := "throttle-able"
+		if !r.Throttleable().Equal(r) {
+			kind = "NOT ALL THROTTLE-ABLE"
+		}
+		c.fx.add("master UPDATE_RESOURCES %s %s", r.WithoutAllocationInfo(), kind)
 	case protocol.AgentCall_EXECUTOR_EXITED:
 		x := call.GetExecutorExited()
 		c.fx.add("master EXECUTOR_EXITED %s status=%d", x.GetExecutorId().GetValue(), x.GetStatus())

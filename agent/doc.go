@@ -33,8 +33,27 @@
 // the pure tests (session_test.go, core_test.go) wire recorders and a fake
 // clock and drive the loop's handlers directly, with no processes or
 // sleeps. The integration tests (harness_test.go and the e2e tests) run the
-// real loop. sinks.go notes where agent/oversub's estimators and QoS
-// controllers will attach (their Meter is the containerizers' Usage).
+// real loop.
+//
+// # Oversubscription (oversubscription.go, lending.go)
+//
+// The loop runs agent/oversub's resource estimator and QoS controller
+// through oversubSink (off the loop, one round of each at a time, answers
+// posted back):
+//
+//	loop start ──► estimate ──answer──► UPDATE_RESOURCES if the total changed
+//	   (after     ▲                      (or first after a registration)
+//	   recovery)  └── --oversubscribed_resources_interval ──┘
+//
+//	every 250 ms while a revocable container lives ──► corrections ──► destroy each
+//	   named revocable container (never a regular one): its tasks TASK_LOST /
+//	   TASK_GONE, REASON_CONTAINER_PREEMPTED; next look ≥ --qos_correction_interval_min
+//	   after a round that killed
+//
+// A regular launch arriving while tenants hold lent reservations runs
+// oversub.PlanEviction first: the chosen tenants are destroyed the same
+// way, and the launch waits (deferred, not yet in the state) until the
+// evicted containers have ended.
 //
 // # Registration (session.go)
 //

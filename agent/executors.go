@@ -140,6 +140,7 @@ func (a *core) shutdownFramework(id string) {
 		return
 	}
 	fw.shuttingDown = true
+	a.dropDeferredFramework(id)
 	for _, eid := range append([]string(nil), fw.order...) {
 		if e := fw.executors[eid]; e != nil {
 			e.queue = nil
@@ -204,6 +205,7 @@ func (a *Agent) executorExited(e *executor, term *containerizer.Termination) {
 	a.sendCall(&protocol.AgentCall{Type: protocol.AgentCall_EXECUTOR_EXITED.Enum(), ExecutorExited: exited})
 	a.maybeRemoveExecutor(e)
 	a.removeKeptVolumes() // volumes dropped while this container used them
+	a.retryDeferred()     // launches waiting for evicted tenants (lending.go)
 }
 
 func terminationText(t *containerizer.Termination) string {
@@ -249,7 +251,7 @@ func (a *core) maybeRemoveExecutor(e *executor) {
 // maybeRemoveFramework moves a framework without executors to the
 // completed frameworks.
 func (a *core) maybeRemoveFramework(fw *framework) {
-	if len(fw.executors) > 0 || a.frameworks[fw.id] != fw {
+	if len(fw.executors) > 0 || a.frameworks[fw.id] != fw || a.hasDeferred(fw) {
 		return
 	}
 	delete(a.frameworks, fw.id)
@@ -280,6 +282,9 @@ func (a *core) killTask(m *protocol.AgentEvent_KillTask) {
 	if fid == "" || tid == "" {
 		a.log.Warn("dropping malformed KILL_TASK (needs framework_id and task_id)")
 		return
+	}
+	if a.killDeferred(fid, tid) {
+		return // its launch was waiting for evictions
 	}
 	fw := a.frameworks[fid]
 	var e *executor
@@ -419,7 +424,7 @@ func (a *core) reconcile(m *protocol.AgentEvent_Reconcile) {
 			continue
 		}
 		fw := a.frameworks[fid]
-		if fw != nil && fw.executorFor(tid) != nil {
+		if fw != nil && fw.executorFor(tid) != nil || a.deferredTask(fid, tid) != nil {
 			continue
 		}
 		if _, known := a.sum.Latest(fid, tid); known {

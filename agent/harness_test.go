@@ -170,6 +170,20 @@ func (m *fakeMaster) waitCall(t *testing.T, what string, pred func(*protocol.Age
 	}
 }
 
+// takeAll takes every untaken call matching pred, in order.
+func (m *fakeMaster) takeAll(pred func(*protocol.AgentCall) bool) []*protocol.AgentCall {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []*protocol.AgentCall
+	for i, c := range m.calls {
+		if !m.taken[i] && pred(c) {
+			m.taken[i] = true
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // noCall checks that no untaken call matches pred right now.
 func (m *fakeMaster) noCall(t *testing.T, what string, pred func(*protocol.AgentCall) bool) {
 	t.Helper()

@@ -114,8 +114,18 @@ func (a *core) checkpointFramework(fw *framework) {
 }
 
 // launch delivers item to the executor described by info, creating the
-// executor (sandbox, container) if it does not run yet.
+// executor (sandbox, container) if it does not run yet; a regular launch
+// that needs tenants of lent reservations evicted first waits for them
+// (lending.go).
 func (a *Agent) launch(fw *framework, info *mesos.ExecutorInfo, kind executorKind, item launchItem) {
+	if a.lendingHolds(fw, info, kind, item) {
+		return
+	}
+	a.launchNow(fw, info, kind, item)
+}
+
+// launchNow is launch without the wait for evictions.
+func (a *Agent) launchNow(fw *framework, info *mesos.ExecutorInfo, kind executorKind, item launchItem) {
 	ids := item.taskIDs()
 	for _, id := range ids {
 		if e := fw.executorFor(id); e != nil {
@@ -264,7 +274,7 @@ func (a *Agent) newExecutor(fw *framework, info *mesos.ExecutorInfo, kind execut
 	cid := uuid.NewString()
 	e := &executor{
 		fw: fw, id: info.GetExecutorId().GetValue(), info: info, kind: kind, containerID: cid,
-		tasks: map[string]*task{}, killsSent: map[string]bool{}, launching: true,
+		tasks: map[string]*task{}, killsSent: map[string]bool{}, launching: true, started: a.clock.Now(),
 		docker: kind == kindCommand && isDocker(info.GetContainer()) && a.docker != nil,
 	}
 	e.direct = e.docker || a.runsDirect(fw, kind, first)

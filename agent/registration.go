@@ -81,6 +81,7 @@ func (m *masterIO) registered(attempt uint64, master, agentID string) {
 	a.sender.Store(sender)
 	a.sum.Resume()
 	a.log.Info("registered with the master", "agent_id", agentID, "master", master, "epoch", a.sess.epoch)
+	a.oversubRegistered()
 }
 
 func (m *masterIO) send(c *protocol.AgentCall) { m.a.sendCall(c) }

@@ -69,15 +69,16 @@ type checkpointer interface {
 	forgetFramework(agentID string, fw *framework) error
 }
 
-// Oversubscription attaches here, not wired yet: agent/oversub.Measure
-// builds its UsageSource from the list of live containers with their
-// allocations (which the loop would build from the core's executors and
-// hand over as a snapshot) and a Meter, which the containerizers already
-// satisfy; the estimate and QoS corrections would come back to the loop
-// as events and leave through callSink (UPDATE_RESOURCES) and the kill
-// path.
+// Oversubscription has a sink of its own, oversubSink
+// (oversubscription.go): the loop hands it a snapshot of the live
+// containers with their allocations; the resource estimator and the QoS
+// controller (agent/oversub) measure them off the loop with the
+// containerizer as their Meter, and their answers come back to the loop,
+// leaving through callSink (UPDATE_RESOURCES) and containerSink (the
+// destroyed revocable containers).
 var (
 	_ oversub.Meter = containerizer.UsageReporter(nil)
+	_ oversubSink   = liveOversub{}
 
 	_ containerSink = liveContainers{}
 	_ callSink      = liveCalls{}

@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"time"
+
 	"mezzo/api/executorpb"
 	"mezzo/api/mesos"
 	"mezzo/executor/health"
@@ -126,6 +128,10 @@ type executor struct {
 	health       *health.Checker
 	// healthRecovered: health checking restarted after an agent restart.
 	healthRecovered bool
+
+	// started is when the agent created the executor (zero for one
+	// recovered after a restart): newer tenants are evicted first.
+	started time.Time
 
 	regTimer      *loopTimer
 	shutdownTimer *loopTimer

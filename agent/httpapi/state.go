@@ -39,6 +39,12 @@ type StateView struct {
 	Flags          map[string]string
 	Capabilities   []string
 	Domain         *mesos.DomainInfo
+	// Oversubscribed is the agent's oversubscribed total, what it last
+	// computed to tell the master (estimate plus the throttle-able
+	// resources containers hold); nil when no estimator runs. mezzo only:
+	// Mesos's agent /state does not show it (its master's does, in the
+	// agent's resources as cpus_revocable).
+	Oversubscribed []*mesos.Resource
 
 	Frameworks          []FrameworkView
 	CompletedFrameworks []FrameworkView
@@ -155,6 +161,13 @@ func renderState(v *StateView) map[string]any {
 		"flags":                          v.Flags,
 		"frameworks":                     renderFrameworks(v.Frameworks),
 		"completed_frameworks":           renderFrameworks(v.CompletedFrameworks),
+	}
+	if v.Oversubscribed != nil {
+		o, err := resources.FromProto(v.Oversubscribed)
+		if err == nil {
+			out["oversubscribed_resources"] = o.Summary()
+			out["oversubscribed_resources_full"] = resourcesJSON(o.Proto())
+		}
 	}
 	if v.GitSHA != "" {
 		out["git_sha"] = v.GitSHA

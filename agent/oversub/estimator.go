@@ -125,20 +125,27 @@ func (f *fixedEstimator) Oversubscribable(ctx context.Context, _ time.Time) (res
 	}
 	var held resources.Resources
 	for _, c := range s.Containers {
-		held = held.Add(c.Allocated.Revocable())
+		held = held.Add(c.Allocated.Throttleable())
 	}
 	// Subtract clamps at zero per resource: holding more than the fixed
 	// amount (after a flag change) lends nothing rather than a negative.
 	return f.total.Subtract(unallocated(held)), nil
 }
 
-// makeRevocable marks every resource of r revocable.
+// makeRevocable marks every resource of r revocable and throttle-able: an
+// estimate is usage slack, which QoS controllers may throttle or evict
+// (RevocableInfo.throttle_info), never a lent reservation.
 func makeRevocable(r resources.Resources) (resources.Resources, error) {
 	ps := r.Proto()
 	for _, p := range ps {
-		p.Revocable = &mesos.Resource_RevocableInfo{}
+		p.Revocable = throttleable()
 	}
 	return resources.FromProto(ps)
+}
+
+// throttleable is the RevocableInfo of estimator slack.
+func throttleable() *mesos.Resource_RevocableInfo {
+	return &mesos.Resource_RevocableInfo{ThrottleInfo: &mesos.Resource_RevocableInfo_ThrottleInfo{}}
 }
 
 // unallocated strips allocation info so containers' resources compare with

@@ -4,13 +4,14 @@ import "mezzo/resources"
 
 // Forwarder decides, as Mesos's agent does, what to tell the master about
 // oversubscribed resources and when: the total is the estimate plus the
-// revocable resources containers already hold (the estimators leave those
-// out), and it is sent only when it differs from the last one sent, or
-// first after the agent (re-)registered.
+// throttle-able revocable resources containers already hold (the
+// estimators leave those out; lent reservations are the master's and never
+// part of the agent's estimate), and it is sent only when it differs from
+// the last one sent, or first after the agent (re-)registered.
 //
-// A Forwarder is owned by the goroutine that polls the estimator; it is not
-// safe for concurrent use. The zero value is ready and sends its first
-// total.
+// A Forwarder is owned by one goroutine (the agent keeps it on its loop);
+// it is not safe for concurrent use. The zero value is ready and sends its
+// first total.
 type Forwarder struct {
 	last resources.Resources
 	sent bool
@@ -22,7 +23,7 @@ type Forwarder struct {
 func (f *Forwarder) Next(estimate resources.Resources, containers []ContainerUsage) (resources.Resources, bool) {
 	total := estimate
 	for _, c := range containers {
-		total = total.Add(unallocated(c.Allocated.Revocable()))
+		total = total.Add(unallocated(c.Allocated.Throttleable()))
 	}
 	if f.sent && total.Equal(f.last) {
 		return total, false

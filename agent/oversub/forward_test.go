@@ -3,6 +3,7 @@ package oversub
 import (
 	"testing"
 
+	"mezzo/api/mesos"
 	"mezzo/resources"
 )
 
@@ -36,6 +37,38 @@ func TestForwarder(t *testing.T) {
 		got, send := f.Next(step.estimate, step.containers)
 		if !got.Equal(step.want) || send != step.send {
 			t.Fatalf("step %d: total %v send %v; want %v %v", i, got, send, step.want, step.send)
+		}
+	}
+}
+
+// The estimate is estimator slack: every resource carries throttle_info, and
+// a tenant of a lent reservation (revocable without throttle_info) adds
+// nothing to the total, which is the master's to lend, not the estimator's.
+func TestForwarderCountsOnlyThrottleable(t *testing.T) {
+	lent, err := resources.Parse("cpus:3", "*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := lent.Proto()
+	for _, p := range ps {
+		p.Revocable = &mesos.Resource_RevocableInfo{}
+	}
+	lent, err = resources.FromProto(ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tenant := ContainerUsage{ContainerID: "tenant", Allocated: lent}
+	var f Forwarder
+	got, _ := f.Next(rev("cpus:1"), []ContainerUsage{tenant, ctr("batch", "cpus:0.5", true, nil)})
+	if !got.Equal(rev("cpus:1.5")) {
+		t.Fatalf("total %v, want cpus:1.5 throttle-able", got)
+	}
+	if !got.Throttleable().Equal(got) || got.Scalar("cpus") != 1.5 {
+		t.Fatalf("total %v is not all throttle-able", got)
+	}
+	for _, p := range got.Proto() {
+		if p.GetRevocable().GetThrottleInfo() == nil {
+			t.Fatalf("resource without throttle_info: %v", p)
 		}
 	}
 }

@@ -63,7 +63,9 @@ func (e *slackEstimator) Oversubscribable(ctx context.Context, now time.Time) (r
 	live := map[string]bool{}
 	for _, c := range s.Containers {
 		if c.Revocable() {
-			held = held.Add(c.Allocated.Revocable())
+			// Only estimator slack is the estimator's to account for: a
+			// lent reservation is the master's, not part of the estimate.
+			held = held.Add(c.Allocated.Throttleable())
 			continue
 		}
 		live[c.ContainerID] = true
@@ -101,7 +103,7 @@ func (e *slackEstimator) Oversubscribable(ctx context.Context, now time.Time) (r
 			Type:      mesos.Value_SCALAR.Enum(),
 			Scalar:    &mesos.Value_Scalar{Value: proto.Float64(v)},
 			Role:      proto.String("*"),
-			Revocable: &mesos.Resource_RevocableInfo{},
+			Revocable: throttleable(),
 		})
 	}
 	return resources.FromProto(out)

@@ -21,6 +21,7 @@ import (
 	"mezzo/agent"
 	"mezzo/agent/fetcher"
 	"mezzo/agent/httpapi"
+	"mezzo/agent/oversub"
 	"mezzo/internal/authn"
 	"mezzo/internal/exectoken"
 	"mezzo/internal/tlsconfig"
@@ -56,6 +57,9 @@ type agentFlags struct {
 	authExecutors, switchU bool
 	executorSecretKey      string
 	tls                    *tlsFlags
+	// ovs are the oversubscription flags (Mesos's names; oversub.Config
+	// defines them).
+	ovs *oversub.Config
 }
 
 func addAgentFlags(fs *flag.FlagSet, withMaster bool) *agentFlags {
@@ -119,6 +123,8 @@ func addAgentFlags(fs *flag.FlagSet, withMaster bool) *agentFlags {
 	fs.BoolVar(&f.dockerKillOrphans, "docker_kill_orphans", true,
 		"at recovery, remove this agent's Docker containers that no checkpointed executor claims")
 	fs.StringVar(&f.sandboxDirectory, "sandbox_directory", "/mnt/mesos/sandbox", "where the sandbox is mounted in Docker containers")
+	f.ovs = &oversub.Config{}
+	f.ovs.RegisterFlags(fs)
 	return f
 }
 
@@ -214,6 +220,7 @@ func startAgent(ctx context.Context, f *agentFlags, ln net.Listener, client *htt
 			EnableCFS: f.cgroupsEnableCFS,
 			LimitSwap: f.cgroupsLimitSwap,
 		},
+		Oversubscription: *f.ovs,
 		Fetcher:          fetcher.Options{AllowedFileDirs: allowed},
 		FetcherCacheDir:  f.fetcherCacheDir,
 		FetcherCacheSize: cacheSize,

@@ -16,6 +16,9 @@ import (
 const (
 	// SharesPerCPU is cpu.shares per cpu (Mesos CPU_SHARES_PER_CPU).
 	SharesPerCPU = 1024
+	// SharesPerCPURevocable is cpu.shares per revocable cpu with
+	// --revocable_cpu_low_priority (Mesos CPU_SHARES_PER_CPU_REVOCABLE).
+	SharesPerCPURevocable = 16
 	// MinShares is the kernel's minimum cpu.shares (Mesos MIN_CPU_SHARES).
 	MinShares = 2
 	// CFSPeriodUs is the CFS period set with --cgroups_enable_cfs (100ms,
@@ -52,6 +55,10 @@ type Config struct {
 	// LimitSwap limits memory plus swap to the memory limit
 	// (--cgroups_limit_swap).
 	LimitSwap bool
+	// RevocableCPULowPriority gives containers holding revocable cpus
+	// SharesPerCPURevocable per cpu (--revocable_cpu_low_priority; the
+	// agent passes Mesos's default, true).
+	RevocableCPULowPriority bool
 	// Version forces v1 or v2; Auto detects it.
 	Version Version
 }

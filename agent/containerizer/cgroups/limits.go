@@ -13,6 +13,10 @@ type Limits struct {
 	CPUs float64
 	// MemBytes is the sum of the container's "mem" resources, in bytes.
 	MemBytes uint64
+	// RevocableCPUs: some of the cpus are revocable (oversubscribed or
+	// lent); with Config.RevocableCPULowPriority the container gets
+	// SharesPerCPURevocable per cpu instead of SharesPerCPU.
+	RevocableCPUs bool
 }
 
 // LimitsOf sums the scalar "cpus" and "mem" (MB) resources of a container
@@ -35,6 +39,7 @@ func LimitsOf(rs []*mesos.Resource) (Limits, error) {
 		}
 		if name == "cpus" {
 			l.CPUs += v
+			l.RevocableCPUs = l.RevocableCPUs || r.Revocable != nil
 		} else {
 			memMB += v
 		}
@@ -54,6 +59,17 @@ func CPUShares(cpus float64) uint64 {
 		return MinShares
 	}
 	return s
+}
+
+// SharesFor is cpu.shares for a container's limits: CPUShares, or for a
+// container holding revocable cpus when lowPriority is set (the agent's
+// --revocable_cpu_low_priority), 16 per cpu, at least 2, as Mesos's cgroups
+// cpu isolator does, so that a regular container always wins the CPU.
+func SharesFor(lim Limits, lowPriority bool) uint64 {
+	if lowPriority && lim.RevocableCPUs {
+		return max(uint64(lim.CPUs*SharesPerCPURevocable), MinShares)
+	}
+	return CPUShares(lim.CPUs)
 }
 
 // CFSQuotaUs is the CFS quota for cpus with the period CFSPeriodUs:

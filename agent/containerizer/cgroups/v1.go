@@ -48,7 +48,7 @@ func (m *Manager) v1Resources(c Controller, lim Limits) *specs.LinuxResources {
 	r := &specs.LinuxResources{}
 	switch c {
 	case CPU:
-		shares := CPUShares(lim.CPUs)
+		shares := SharesFor(lim, m.cfg.RevocableCPULowPriority)
 		r.CPU = &specs.LinuxCPU{Shares: &shares}
 		if m.cfg.EnableCFS {
 			period := uint64(CFSPeriodUs)

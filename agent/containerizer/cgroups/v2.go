@@ -13,7 +13,7 @@ func (m *Manager) v2Resources(c Controller, lim Limits) *cgroup2.Resources {
 	r := &cgroup2.Resources{}
 	switch c {
 	case CPU:
-		w := CPUWeight(CPUShares(lim.CPUs))
+		w := CPUWeight(SharesFor(lim, m.cfg.RevocableCPULowPriority))
 		r.CPU = &cgroup2.CPU{Weight: &w}
 		if m.cfg.EnableCFS {
 			period := uint64(CFSPeriodUs)
