@@ -30,7 +30,8 @@ func Run(ctx context.Context, opts Options) (exitCode int, err error) {
 		return ExitUsage, err
 	}
 	var need []resources.Resources
-	var rev *scheduler.Need // a revocable run's need (nil: regular)
+	var rev *scheduler.Need     // a revocable run's need (nil: regular)
+	var scalars *scheduler.Need // a regular run's need when only scalars
 	if opts.Task != nil {
 		// The task file's resources, as written (ParseTask validated them).
 		r, err := resources.FromProto(opts.Task.GetResources())
@@ -47,6 +48,8 @@ func Run(ctx context.Context, opts Options) (exitCode int, err error) {
 		need = []resources.Resources{needResources(n)}
 	} else if need, err = wanted(opts.Resources, opts.Role); err != nil {
 		return ExitUsage, fmt.Errorf("--resources: %w", err)
+	} else if n, err := scheduler.ParseNeed(opts.Resources); err == nil {
+		scalars = &n
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -75,7 +78,8 @@ func Run(ctx context.Context, opts Options) (exitCode int, err error) {
 			Revocable:  opts.Revocable,
 			Clock:      opts.Clock,
 		}),
-		rev: rev,
+		rev:     rev,
+		scalars: scalars,
 	}
 	// Every way out stops the output's follower (finishOutput drained it
 	// already on a task's end).
@@ -133,6 +137,7 @@ type runner struct {
 	client     *scheduler.Client
 	need       []resources.Resources // acceptable shapes of the task's resources
 	rev        *scheduler.Need       // a revocable run's need (revocable.go); nil: need
+	scalars    *scheduler.Need       // a regular run of scalars only: taken with scheduler.Take; nil: need's shapes
 	taskID     *mesos.TaskID
 	agentID    *mesos.AgentID // where the task was launched, once it was
 	state      launchState
@@ -297,6 +302,13 @@ func (r *runner) offers(ctx context.Context, offers []*mesos.Offer) error {
 func (r *runner) match(g scheduler.AgentOffers) (resources.Resources, bool) {
 	if r.rev != nil {
 		got, _, ok := scheduler.Take(g.Resources, *r.rev)
+		return got, ok
+	}
+	if r.scalars != nil {
+		// The role's reservations first, then unreserved resources, mixed
+		// within a name as mesos-execute's Resources::find does, so
+		// "cpus:1.5" runs on cpus(web):1 plus cpus:0.5.
+		got, _, ok := scheduler.Take(g.Resources, *r.scalars)
 		return got, ok
 	}
 	for _, want := range r.need {

@@ -256,6 +256,24 @@ func TestRunScenarios(t *testing.T) {
 			},
 		},
 		{
+			// The role's reservation is too small alone: the rest comes
+			// from unreserved resources of the same offer (mesos-execute
+			// finds resources the same way).
+			name:      "reserved and unreserved mixed",
+			opts:      run.Options{Command: []string{"true"}, Role: "web", Resources: "cpus:1.5;mem:32"},
+			offers:    [][]*mesos.Offer{{offer("O1", "a1", "cpus(web):1;cpus:1;mem:2048")}},
+			updates:   []update{{state: mesos.TaskState_TASK_FINISHED, source: executor}},
+			wantCode:  0,
+			wantLines: []string{"mezzo-run TASK_FINISHED source=SOURCE_EXECUTOR"},
+			wantAcks:  1,
+			check: func(t *testing.T, task *mesos.TaskInfo, _ *schedulertest.Master) {
+				got, _ := resources.FromProto(task.GetResources())
+				if !got.Equal(resources.MustParse("cpus(web):1;cpus:0.5;mem:32")) {
+					t.Errorf("task resources = %v", got)
+				}
+			},
+		},
+		{
 			// A task on a shared persistent volume: the framework declares
 			// SHARED_RESOURCES, without which the master never offers one.
 			name: "task file on a shared volume",
