@@ -84,6 +84,8 @@ func buildContainerizer(cfg Config, runtimeDir, dockerRuntimeDir, bootID string)
 		RemoveDelay:      cfg.Docker.RemoveDelay,
 		KeepOrphans:      cfg.Docker.KeepOrphans,
 		EnableCFS:        cfg.Cgroups.EnableCFS,
+		// Validate made it non-nil (Mesos's default, true).
+		RevocableCPULowPriority: cfg.Oversubscription.RevocableCPULowPriority == nil || *cfg.Oversubscription.RevocableCPULowPriority,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("agent: docker containerizer: %w", err)

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -8,6 +9,8 @@ import (
 	"mezzo/agent/containerizer"
 	"mezzo/agent/oversub"
 	"mezzo/api/mesos"
+
+	"pgregory.net/rapid"
 )
 
 // Pure tests of the agent-side eviction of lent reservations' tenants
@@ -181,4 +184,140 @@ func TestPureLentEvictionOnlyForRegularLaunches(t *testing.T) {
 	if got := p.launchRegular("FL", "L1", "1"); !started(got, "EL1") {
 		t.Fatalf("launch without tenants: %q", got)
 	}
+}
+
+// Properties of eviction on the agent's loop under random interleavings of
+// tenant starts, regular launches (never more than the master guarantees:
+// regular resources within the total) and containers ending: the agent
+// destroys only tenants; it evicts only when the launch needs it; and once
+// everything evicted has ended, every launch has started and regular
+// containers plus live tenants fit the total (the design's inequality,
+// evicting = 0).
+func TestPureLentEvictionProperty(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		const total = 8.0
+		o := newOvsAgent(t, "cpus:8;mem:4096", oversub.Config{})
+		tenant := map[string]bool{}
+		fwOf := map[string]string{}
+		n := 0
+		// cpusOf sums cpus of live executors, by kind.
+		sums := func() (regular, tenants, evicting float64) {
+			for _, fw := range o.frameworks {
+				for _, e := range fw.executors {
+					c := e.accounted().Scalar("cpus")
+					switch {
+					case e.phase == phaseTerminated:
+					case e.phase == phaseTerminating:
+						evicting += c
+					case tenant[e.id]:
+						tenants += c
+					default:
+						regular += c
+					}
+				}
+			}
+			for _, d := range o.deferred {
+				r, _ := launchResources(d.info, d.kind, true, d.item)
+				regular += r.Scalar("cpus")
+			}
+			return
+		}
+		settle := func() {
+			for _, fw := range o.frameworks {
+				for _, e := range fw.executors {
+					if e.launching {
+						o.launched(e, containerizer.Container{ID: e.containerID, Pid: 1})
+					}
+				}
+			}
+			for _, l := range o.take() {
+				if eid, ok := strings.CutPrefix(l, "destroy "); ok {
+					eid, _, _ = strings.Cut(eid, " ")
+					if !tenant[eid] {
+						rt.Fatalf("destroyed %s, not a tenant", eid)
+					}
+				}
+			}
+		}
+		endAll := func() {
+			for {
+				var ending []*executor
+				for _, fw := range o.frameworks {
+					for _, e := range fw.executors {
+						if e.phase == phaseTerminating {
+							ending = append(ending, e)
+						}
+					}
+				}
+				if len(ending) == 0 {
+					return
+				}
+				for _, e := range ending {
+					o.exited(fwOf[e.id], e.id, &containerizer.Termination{Status: 9, Destroyed: true})
+					settle()
+				}
+			}
+		}
+		for range rapid.IntRange(1, 25).Draw(rt, "steps") {
+			n++
+			tid := fmt.Sprintf("t%d", n)
+			k := float64(rapid.IntRange(1, 3).Draw(rt, "cpus"))
+			switch rapid.IntRange(0, 3).Draw(rt, "op") {
+			case 0: // the master lends only what nobody holds
+				if r, tn, ev := sums(); r+tn+ev+k <= total {
+					tenant["E"+tid], fwOf["E"+tid] = true, "FT"
+					o.clk.Advance(time.Second)
+					o.runTask(runTaskEv(fwInfo("FT", mesos.FrameworkInfo_Capability_REVOCABLE_RESOURCES),
+						withResources(pureCustomTask(tid, "E"+tid), fmt.Sprintf("cpus:%g", k), "lent")))
+				}
+			case 1: // the master guarantees regular resources within the total
+				r, tn, ev := sums()
+				if r+k > total {
+					break
+				}
+				before := len(o.ovs.evictedIDs(o))
+				fwOf["E"+tid] = "FL"
+				o.runTask(runTaskEv(fwInfo("FL"), withResources(pureCustomTask(tid, "E"+tid), fmt.Sprintf("cpus:%g", k), "regular")))
+				if after := len(o.ovs.evictedIDs(o)); after > before && r+k+tn <= total {
+					rt.Fatalf("evicted although regular %g + launch %g + tenants %g fit %g (evicting %g)", r, k, tn, total, ev)
+				}
+			case 2: // a live container ends by itself
+				var live []*executor
+				for _, fid := range o.fwOrder {
+					for _, eid := range o.frameworks[fid].order {
+						if e := o.frameworks[fid].executors[eid]; e != nil && e.phase != phaseTerminated {
+							live = append(live, e)
+						}
+					}
+				}
+				if len(live) > 0 {
+					e := live[rapid.IntRange(0, len(live)-1).Draw(rt, "which")]
+					o.exited(fwOf[e.id], e.id, &containerizer.Termination{Status: 0})
+				}
+			case 3:
+				endAll()
+			}
+			settle()
+		}
+		endAll()
+		if len(o.deferred) != 0 {
+			rt.Fatalf("%d launches still wait with nothing left to evict", len(o.deferred))
+		}
+		if r, tn, _ := sums(); r+tn > total {
+			rt.Fatalf("regular %g + tenants %g exceed the total %g", r, tn, total)
+		}
+	})
+}
+
+// evictedIDs lists the executors being or having been preempted (tests).
+func (s *oversubState) evictedIDs(o *ovsAgent) []string {
+	var out []string
+	for _, fw := range o.frameworks {
+		for _, e := range fw.executors {
+			if e.pending != nil && e.pending.reason == mesos.TaskStatus_REASON_CONTAINER_PREEMPTED {
+				out = append(out, e.id)
+			}
+		}
+	}
+	return out
 }

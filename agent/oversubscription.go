@@ -171,17 +171,12 @@ func (a *core) runQoS() {
 	if a.ovs.correcting {
 		return
 	}
-	snap := a.usageSnapshot()
-	revocable := false
-	for _, c := range snap.Containers {
-		revocable = revocable || c.Revocable()
-	}
-	if !revocable {
+	if !a.revocableLive() {
 		a.armQoS(qosSamplePeriod)
 		return
 	}
 	a.ovs.correcting = true
-	a.ovsSink.correct(snap, a.clock.Now(), a.corrected)
+	a.ovsSink.correct(a.usageSnapshot(), a.clock.Now(), a.corrected)
 }
 
 // corrected carries out the controller's corrections (loop) and arms the
@@ -255,6 +250,20 @@ func (a *core) goneState(fw *framework) mesos.TaskState {
 	return mesos.TaskState_TASK_LOST
 }
 
+// revocableLive reports whether a live container holds revocable
+// resources (four times a second: it reads the protos).
+func (a *core) revocableLive() bool {
+	for _, fid := range a.fwOrder {
+		fw := a.frameworks[fid]
+		for _, eid := range fw.order {
+			if e := fw.executors[eid]; e != nil && e.phase != phaseTerminated && e.revocable() {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // executorByContainer finds the executor running in a container.
 func (a *core) executorByContainer(id string) *executor {
 	for _, fid := range a.fwOrder {
@@ -290,13 +299,17 @@ func (e *executor) revocable() bool {
 
 // usageSnapshot lists the live containers with their allocations, for the
 // estimator and the controller (their Statistics are measured off the loop).
+// Containers still starting are listed too: what they hold counts (the
+// forwarded total, the fixed estimator), and, unmeasurable yet, the slack
+// estimator lends nothing for them and the controllers count a revocable
+// one at its allocation.
 func (a *core) usageSnapshot() oversub.Snapshot {
 	s := oversub.Snapshot{Total: a.total.NonRevocable()}
 	for _, fid := range a.fwOrder {
 		fw := a.frameworks[fid]
 		for _, eid := range fw.order {
 			e := fw.executors[eid]
-			if e == nil || e.phase == phaseTerminated || e.launching || e.containerID == "" {
+			if e == nil || e.phase == phaseTerminated || e.containerID == "" {
 				continue
 			}
 			alloc, err := resources.FromProto(e.allocation())

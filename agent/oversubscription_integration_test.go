@@ -1,12 +1,17 @@
 package agent
 
 import (
+	"fmt"
+	"log/slog"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"mezzo/agent/containerizer/cgroups"
 	"mezzo/agent/oversub"
 	"mezzo/api/mesos"
 	"mezzo/api/protocol"
@@ -147,5 +152,74 @@ func runningAcked(t *testing.T, m *fakeMaster, sub *fakeSub, fw, task string) {
 	for _, s := range []mesos.TaskState{mesos.TaskState_TASK_STARTING, mesos.TaskState_TASK_RUNNING} {
 		c := m.waitCall(t, s.String()+" of "+task, updateFor(task, s))
 		sub.send(ack(fw, c, 1))
+	}
+}
+
+// The interference controller on real processes, measured by the cgroups
+// isolators: a regular task burning CPU in four processes and a revocable
+// one burning in one, on an agent declaring a fifth of a cpu (so that the
+// regular task's demand exceeds it even on a machine busy with other
+// work); the revocable task, only it, is preempted.
+func TestInterferenceControllerRealProcesses(t *testing.T) {
+	isolation, err := cgroupsIsolation()
+	if err != nil {
+		t.Skipf("needs cgroups: %v", err)
+	}
+	bin, _ := e2eBinaries(t)
+	m := newFakeMaster(t)
+	root := fmt.Sprintf("mezzo-test-%d-interference", os.Getpid())
+	t.Cleanup(func() {
+		// After the agent stopped (cleanups run last first): its root cgroups.
+		_ = cgroups.Configure(cgroups.DefaultConfig())
+		dirs, _ := filepath.Glob("/sys/fs/cgroup/*/" + root)
+		for _, d := range dirs {
+			_ = os.Remove(d)
+		}
+	})
+	ta := startTestAgent(t, m, func(c *Config) {
+		c.LauncherPath = bin
+		c.Clock = nil // the controller's rates come from real cpu time over real time
+		c.Resources = "cpus:0.2;mem:1024;disk:1000"
+		c.Isolation = isolation
+		c.Cgroups.Root = root
+		c.Oversubscription = oversub.Config{QoSController: "interference"}
+		if os.Getenv("AGENT_TEST_LOG") != "" {
+			c.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		}
+	})
+	sub := register(t, m, 1)
+	burn := "while :; do :; done"
+	regular := commandTask("svc", "for i in 1 2 3 4; do ("+burn+") & done; wait")
+	regular.Resources = resources.MustParse("cpus:0.05;mem:32").Proto()
+	sub.send(runTask(frameworkInfo("FR"), regular, 1))
+	runningAcked(t, m, sub, "FR", "svc")
+	fb := frameworkInfo("FB")
+	fb.Capabilities = []*mesos.FrameworkInfo_Capability{{Type: mesos.FrameworkInfo_Capability_REVOCABLE_RESOURCES.Enum()}}
+	batch := commandTask("batch", burn)
+	batch.Resources = resources.MustParse("cpus:0.05;mem:32").Proto()
+	batch.Resources[0].Revocable = &mesos.Resource_RevocableInfo{ThrottleInfo: &mesos.Resource_RevocableInfo_ThrottleInfo{}}
+	sub.send(runTask(fb, batch, 1))
+	// It may be preempted before it even runs (without a rate yet its
+	// demand is its allocation): acknowledge what comes until it ends.
+	var st *mesos.TaskStatus
+	for st == nil || !mesos.IsTerminal(st.GetState()) {
+		u := m.waitCall(t, "an update of the revocable task", func(c *protocol.AgentCall) bool {
+			return c.GetStatusUpdate().GetStatus().GetTaskId().GetValue() == "batch"
+		})
+		st = u.GetStatusUpdate().GetStatus()
+		sub.send(ack("FB", u, 1))
+	}
+	if st.GetState() != mesos.TaskState_TASK_LOST || st.GetReason() != mesos.TaskStatus_REASON_CONTAINER_PREEMPTED || !strings.Contains(st.GetMessage(), "interference QoS controller") {
+		t.Errorf("revocable task ended %s %s %q", st.GetState(), st.GetReason(), st.GetMessage())
+	}
+	m.noCall(t, "terminal update of the regular task", func(c *protocol.AgentCall) bool {
+		st := c.GetStatusUpdate().GetStatus()
+		return st.GetTaskId().GetValue() == "svc" && mesos.IsTerminal(st.GetState())
+	})
+	if v := ta.metric(t, "slave/qos_corrections"); v != 1 {
+		t.Errorf("slave/qos_corrections = %v, want 1", v)
+	}
+	if pid := pidOf(t, ta, "FR", "svc"); pid == 0 || !alive(pid) {
+		t.Errorf("the regular executor is gone (pid %d)", pid)
 	}
 }

@@ -427,3 +427,66 @@ func TestPureStateShowsEstimate(t *testing.T) {
 		t.Fatalf("flags: estimator %q interval %q", f["resource_estimator"], f["oversubscribed_resources_interval"])
 	}
 }
+
+// A direct command task (no executor process) on revocable cpus is
+// preempted the same way: its container is destroyed at once and the task
+// ends TASK_LOST with REASON_CONTAINER_PREEMPTED, not as a kill.
+func TestPurePreemptDirectTask(t *testing.T) {
+	o := newOvsAgent(t, "cpus:4;mem:4096", oversub.Config{QoSController: "test-script"})
+	o.cfg.DirectCommandTasks = true
+	task := withResources(pureCommandTask("B1"), "cpus:1;mem:32", "slack")
+	o.runTask(runTaskEv(fwInfo("F2", mesos.FrameworkInfo_Capability_REVOCABLE_RESOURCES), task))
+	e := o.executor("F2", "B1")
+	if !e.direct {
+		t.Fatal("not a direct task")
+	}
+	o.directStarting(e)
+	o.launched(e, containerizer.Container{ID: e.containerID, Pid: 42})
+	o.take()
+	scripted.Lock()
+	scripted.corrections = func(s oversub.Snapshot) []oversub.Correction {
+		return []oversub.Correction{{Type: oversub.Kill, ContainerID: s.Containers[0].ContainerID, Controller: "test-script", Message: "test-script: interference"}}
+	}
+	scripted.Unlock()
+	o.startOversubscription()
+	o.advance(qosSamplePeriod)
+	o.ovsRun()
+	o.want("qos look over 1 container(s)", "destroy B1 grace=0s")
+	o.exited("F2", "B1", &containerizer.Termination{Status: 9, Destroyed: true})
+	o.want("update B1 TASK_LOST SOURCE_AGENT REASON_CONTAINER_PREEMPTED", "master EXECUTOR_EXITED B1 status=9")
+}
+
+// With --qos_correction_interval_min, a round that killed nothing is
+// followed by the next look one sample period later, a round that killed
+// by the next look no sooner than the interval.
+func TestPureQoSCorrectionInterval(t *testing.T) {
+	o := newOvsAgent(t, "cpus:4;mem:4096", oversub.Config{QoSController: "test-script", QoSCorrectionIntervalMin: 3 * time.Second})
+	kill := false
+	scripted.Lock()
+	scripted.corrections = func(s oversub.Snapshot) []oversub.Correction {
+		if !kill {
+			return nil
+		}
+		var out []oversub.Correction
+		for _, c := range s.Containers {
+			out = append(out, oversub.Correction{Type: oversub.Kill, ContainerID: c.ContainerID, Controller: "test-script", Message: "x"})
+		}
+		return out
+	}
+	scripted.Unlock()
+	o.startOversubscription()
+	o.running(fwInfo("F2"), withResources(pureCustomTask("B1", "EB1"), "cpus:1", "slack"))
+	o.advance(qosSamplePeriod)
+	o.ovsRun()
+	o.want("qos look over 1 container(s)")
+	o.advance(qosSamplePeriod)
+	kill = true
+	o.ovsRun()
+	o.want("qos look over 1 container(s)", "destroy EB1 grace=0s")
+	o.running(fwInfo("F3"), withResources(pureCustomTask("B2", "EB2"), "cpus:1", "slack"))
+	o.advance(3*time.Second - time.Millisecond)
+	o.want()
+	o.advance(time.Millisecond)
+	o.ovsRun()
+	o.want("qos look over 2 container(s)", "destroy EB2 grace=0s")
+}

@@ -3,7 +3,7 @@ package cli
 import "fmt"
 
 var agentsSpec = spec{
-	summary: "list agents (ID, HOSTNAME, CPUS used/total, MEM used/total, TASKS, ACTIVE, DRAIN; -o wide adds ADDRESS, DISK, GPUS); drain, deactivate or reactivate one (operator DRAIN_AGENT, DEACTIVATE_AGENT, REACTIVATE_AGENT)",
+	summary: "list agents (ID, HOSTNAME, CPUS used/total, MEM used/total, TASKS, ACTIVE, DRAIN; -o wide adds ADDRESS, DISK, GPUS, REV CPUS); drain, deactivate or reactivate one (operator DRAIN_AGENT, DEACTIVATE_AGENT, REACTIVATE_AGENT)",
 	usage:   " [drain|deactivate|reactivate AGENT_ID]",
 	maxargs: 2,
 	setup:   drainFlags,
@@ -19,8 +19,12 @@ type agentRow struct {
 	CPUsTotal float64 `json:"cpus_total"`
 	MemUsed   float64 `json:"mem_used"`
 	MemTotal  float64 `json:"mem_total"`
-	Tasks     int     `json:"tasks"` // staging, starting, running or killing
-	Active    bool    `json:"active"`
+	// Revocable cpus (docs/oversubscription.md): the agent's estimate
+	// and, with lending, its lendable reservations; used by tasks.
+	RevCPUsUsed  float64 `json:"cpus_revocable_used"`
+	RevCPUsTotal float64 `json:"cpus_revocable_total"`
+	Tasks        int     `json:"tasks"` // staging, starting, running or killing
+	Active       bool    `json:"active"`
 	// Deactivated and Drain (DRAINING, DRAINED or "") come from
 	// /master/slaves, as Mesos's deactivated and drain_info.state.
 	Deactivated bool   `json:"deactivated"`
@@ -50,6 +54,7 @@ func runAgents(e *env, c *invocation) error {
 			ID: a.ID, Hostname: a.Hostname, PID: a.PID,
 			CPUsUsed: a.UsedResources.scalar("cpus"), CPUsTotal: a.Resources.scalar("cpus"),
 			MemUsed: a.UsedResources.scalar("mem"), MemTotal: a.Resources.scalar("mem"),
+			RevCPUsUsed: a.UsedResources.scalar("cpus_revocable"), RevCPUsTotal: a.Resources.scalar("cpus_revocable"),
 			Tasks: a.live(), Active: a.Active, Deactivated: d.Deactivated, Drain: d.DrainInfo.State,
 			diskUsed: a.UsedResources.scalar("disk"), diskTotal: a.Resources.scalar("disk"),
 			gpusUsed: a.UsedResources.scalar("gpus"), gpusTotal: a.Resources.scalar("gpus"),
@@ -66,7 +71,7 @@ func runAgents(e *env, c *invocation) error {
 	}
 	header := []string{"ID", "HOSTNAME", "CPUS", "MEM", "TASKS", "ACTIVE", "DRAIN"}
 	if c.output == "wide" {
-		header = append(header, "ADDRESS", "DISK", "GPUS")
+		header = append(header, "ADDRESS", "DISK", "GPUS", "REV CPUS")
 	}
 	lines := make([][]string, 0, len(rows))
 	for _, r := range rows {
@@ -79,7 +84,8 @@ func runAgents(e *env, c *invocation) error {
 			if err != nil {
 				addr = "-"
 			}
-			line = append(line, addr, mem(r.diskUsed)+"/"+mem(r.diskTotal), num(r.gpusUsed)+"/"+num(r.gpusTotal))
+			line = append(line, addr, mem(r.diskUsed)+"/"+mem(r.diskTotal), num(r.gpusUsed)+"/"+num(r.gpusTotal),
+				num(r.RevCPUsUsed)+"/"+num(r.RevCPUsTotal))
 		}
 		lines = append(lines, line)
 	}

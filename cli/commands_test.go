@@ -97,8 +97,8 @@ func TestCommandJSON(t *testing.T) {
 			 "message":"Framework removed","reason":"REASON_FRAMEWORK_REMOVED","source":"SOURCE_MASTER"}]`},
 		{[]string{"tasks", "--state=TASK_LOST"}, `[]`},
 		{[]string{"agents"}, `[
-			{"id":"m1-S0","hostname":"agent1.example","pid":"slave(1)@10.0.0.1:5051","cpus_used":1,"cpus_total":5,"mem_used":128,"mem_total":1280,"tasks":1,"active":true,"deactivated":false},
-			{"id":"m1-S1","hostname":"agent2.example","pid":"slave(1)@10.0.0.2:5051","cpus_used":0,"cpus_total":2,"mem_used":0,"mem_total":512,"tasks":0,"active":false,"deactivated":true}]`},
+			{"id":"m1-S0","hostname":"agent1.example","pid":"slave(1)@10.0.0.1:5051","cpus_used":1,"cpus_total":5,"mem_used":128,"mem_total":1280,"cpus_revocable_used":0,"cpus_revocable_total":0,"tasks":1,"active":true,"deactivated":false},
+			{"id":"m1-S1","hostname":"agent2.example","pid":"slave(1)@10.0.0.2:5051","cpus_used":0,"cpus_total":2,"mem_used":0,"mem_total":512,"cpus_revocable_used":0,"cpus_revocable_total":0,"tasks":0,"active":false,"deactivated":true}]`},
 		{[]string{"frameworks", "--all"}, `[
 			{"id":"m1-0000","name":"web-fw","roles":["web"],"active":true,"connected":true,"tasks":1,"offers":1,"cpus":1,"mem":128},
 			{"id":"m1-0001","name":"old-fw","roles":["*"],"active":false,"connected":false,"completed":true,"tasks":0,"offers":0,"cpus":0,"mem":0}]`},

@@ -33,9 +33,9 @@ t-old   task t-old   m1-0001    m1-S1  TASK_KILLED    1     0      2m   *     - 
 	}
 	code, out, errs = run(e, "agents", "-o", "wide", "--master="+m.addr())
 	wantAgents := `
-ID     HOSTNAME        CPUS  MEM           TASKS  ACTIVE  DRAIN        ADDRESS        DISK     GPUS
-m1-S0  agent1.example  1/5   128MB/1.25GB  1      yes     -            10.0.0.1:5051  0/100MB  0/0
-m1-S1  agent2.example  0/2   0/512MB       0      no      deactivated  10.0.0.2:5051  0/0      0/0
+ID     HOSTNAME        CPUS  MEM           TASKS  ACTIVE  DRAIN        ADDRESS        DISK     GPUS  REV CPUS
+m1-S0  agent1.example  1/5   128MB/1.25GB  1      yes     -            10.0.0.1:5051  0/100MB  0/0   0/0
+m1-S1  agent2.example  0/2   0/512MB       0      no      deactivated  10.0.0.2:5051  0/0      0/0   0/0
 `
 	if code != 0 || out != strings.TrimPrefix(wantAgents, "\n") {
 		t.Errorf("agents -o wide: exit %d %s\n%s", code, errs, out)

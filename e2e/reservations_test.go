@@ -389,3 +389,104 @@ func (c *haCluster) requireUnchanged(t *testing.T, addr, id string, before *agen
 		t.Fatalf("%s changed the agent's resources:\nbefore %s\nafter  %s", what, before.fingerprint(), after.fingerprint())
 	}
 }
+
+// sharedVolumeJSON is a shared persistent volume of 256 MB on disk
+// reserved to db by ops.
+var sharedVolumeJSON = scalarJSON("disk", 256,
+	`,"disk":{"persistence":{"id":"shared-data","principal":"ops"},"volume":{"container_path":"data","mode":"RW"}},"shared":{}`)
+
+// sharedTaskJSON is a task on the reservation that uses the shared volume.
+func sharedTaskJSON(id, command string) string {
+	return `{"name":"` + id + `","task_id":{"value":"` + id + `"},"command":{"value":` + fmt.Sprintf("%q", command) + `},` +
+		`"resources":[` + scalarJSON("cpus", 0.25, "") + `,` + scalarJSON("mem", 32, "") + `,` + sharedVolumeJSON + `]}`
+}
+
+// waitFor is a shell loop that waits (at most 60 s) for a file in the
+// volume: the tasks' own handshake, so that one can only finish while the
+// other runs.
+func waitFor(file string) string {
+	return `i=0; while [ ! -f data/` + file + ` ]; do i=$((i+1)); [ $i -gt 600 ] && exit 3; sleep 0.1; done`
+}
+
+// Two users of one shared persistent volume at once, on the real binary
+// (docs/reservations.md, "Shared volumes"): two `mezzo run` frameworks of
+// the role db (each declares SHARED_RESOURCES, its task naming a shared
+// volume) run tasks on the volume together: task a writes a file and
+// waits for b's; b, launched while a runs (the volume is offered again
+// while in use), waits for a's file and writes its own. Each can only
+// succeed if both ran at the same time. DESTROY is refused while a task
+// uses the volume and accepted once both ended.
+func TestSharedVolumeConcurrentUsers(t *testing.T) {
+	c := startLocal(t, 1)
+	id, _ := onlyAgent(t, c)
+	reserve := `{"type":"RESERVE_RESOURCES","reserve_resources":{"agent_id":{"value":"` + id + `"},"resources":[` +
+		scalarJSON("cpus", 1, "") + `,` + scalarJSON("mem", 256, "") + `,` + scalarJSON("disk", 512, "") + `]}}`
+	if code, body := post(t, c.addr, "/api/v1", "application/json", reserve); code != http.StatusAccepted {
+		t.Fatalf("RESERVE_RESOURCES: %d %s", code, body)
+	}
+	create := `{"type":"CREATE_VOLUMES","create_volumes":{"agent_id":{"value":"` + id + `"},"volumes":[` + sharedVolumeJSON + `]}}`
+	if code, body := post(t, c.addr, "/api/v1", "application/json", create); code != http.StatusAccepted {
+		t.Fatalf("CREATE_VOLUMES (shared): %d %s", code, body)
+	}
+
+	runIn := func(name, task string) *exec.Cmd {
+		file := filepath.Join(t.TempDir(), name+".json")
+		if err := os.WriteFile(file, []byte(task), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+		t.Cleanup(cancel)
+		cmd := exec.CommandContext(ctx, mezzoBin, "run", "--master="+c.addr, "--name="+name, "--role="+rvRole, "--task="+file)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("mezzo run %s:\n%s", name, out.String())
+			}
+		})
+		return cmd
+	}
+	running := func(task string) bool {
+		var v struct {
+			Tasks []struct{ ID, State string }
+		}
+		if err := getJSON(c.url("/master/tasks?limit=-1"), &v); err != nil {
+			return false
+		}
+		for _, tk := range v.Tasks {
+			if tk.ID == task && tk.State == "TASK_RUNNING" {
+				return true
+			}
+		}
+		return false
+	}
+
+	a := runIn("shared-a", sharedTaskJSON("shared-a", "echo a > data/a; "+waitFor("b")))
+	poll(t, "task shared-a to run on the shared volume", 60*time.Second, func() bool { return running("shared-a") })
+	destroy := `{"type":"DESTROY_VOLUMES","destroy_volumes":{"agent_id":{"value":"` + id + `"},"volumes":[` + sharedVolumeJSON + `]}}`
+	if code, body := post(t, c.addr, "/api/v1", "application/json", destroy); code != http.StatusBadRequest || !strings.Contains(body, "shared-a") {
+		t.Fatalf("DESTROY of the shared volume in use: %d %q, want 400 naming the task", code, body)
+	}
+	b := runIn("shared-b", sharedTaskJSON("shared-b", waitFor("a")+"; echo b > data/b"))
+	for name, cmd := range map[string]*exec.Cmd{"shared-a": a, "shared-b": b} {
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("mezzo run %s: %v (each task waits for the other's file: both must run at once)", name, err)
+		}
+	}
+	poll(t, "the tasks' copies of the volume to come back", 30*time.Second, func() bool {
+		code, _ := post(t, c.addr, "/api/v1", "application/json", destroy)
+		return code == http.StatusAccepted
+	})
+	var slaves struct {
+		Slaves []agentView `json:"slaves"`
+	}
+	if err := getJSON(c.url("/master/slaves"), &slaves); err != nil || len(slaves.Slaves) != 1 {
+		t.Fatalf("/master/slaves: %v %+v", err, slaves)
+	}
+	if v := slaves.Slaves[0].volumes(rvRole); len(v) != 0 {
+		t.Fatalf("volumes after DESTROY: %v", v)
+	}
+}

@@ -32,5 +32,5 @@ func (m *Master) AllocatorInverseOffer(frameworkID string, offers map[string]*me
 
 // AllocatorRescind is the allocator's Rescind callback.
 func (m *Master) AllocatorRescind(frameworkID, agentID string, r resources.Resources) {
-	m.post(func(s *state, now time.Time) { s.rescindOn(frameworkID, agentID, now) })
+	m.post(func(s *state, now time.Time) { s.rescindOn(frameworkID, agentID, r, now) })
 }

@@ -85,6 +85,16 @@ type Config struct {
 	// allocator (Options.Revoke = Master.AllocatorRevoke); a caller-provided
 	// allocator is wired by the caller.
 	Revocation bool
+	// LendIdleReservations lends reserved-but-unallocated resources
+	// (oversubscription for reservations; --lend_idle_reservations, off
+	// by default): the built allocator offers them, unreserved and
+	// revocable without throttle_info, to frameworks with the
+	// REVOCABLE_RESOURCES capability (allocator.Options.
+	// OfferIdleReservations), and rescinds those offers when the
+	// reservation's role is allocated them. The agents' revocable totals
+	// in the state and metrics then include what may be lent. A
+	// caller-provided allocator is configured by the caller.
+	LendIdleReservations bool
 	// OfferConstraintsMaxProgramSize bounds the regexes of frameworks'
 	// offer constraints (--offer_constraints_re2_max_program_size, default
 	// 100; counted in Go's regexp instructions, see

@@ -73,6 +73,8 @@ func New(cfg Config) (*Master, error) {
 			Clock:          cfg.Clock,
 			MinAllocatable: cfg.MinAllocatable,
 			Weights:        cfg.Weights,
+			// Lent reservations (oversubscription for reservations).
+			OfferIdleReservations: cfg.LendIdleReservations,
 		}
 		if cfg.Revocation {
 			opts.Revoke = m.AllocatorRevoke

@@ -121,7 +121,14 @@ var conversionOp = offerOp{
 			// validate applied it to the same remaining: a broken invariant.
 			panic(err)
 		}
+		if op.GetType() == mesos.Offer_Operation_DESTROY {
+			// Other offers may hold the volume (a shared one is offered
+			// while in use): they would name a volume that is gone. As
+			// Mesos's master, rescind them.
+			l.s.rescindOffersHolding(l.a, op.GetDestroy().GetVolumes())
+		}
 		l.remaining = remaining
+		l.offeredShared = remaining.Shared()
 		consumed, converted, _ := resources.Conversion(op)
 		l.s.alloc.UpdateAllocation(l.fw.id, l.a.id, consumed, converted)
 		l.s.operationStatus(l.fw, l.a.id, op, mesos.OperationState_OPERATION_FINISHED, "", l.convertedFor(converted), l.now)

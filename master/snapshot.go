@@ -130,11 +130,16 @@ type AgentView struct {
 	ReregisteredTime time.Time // zero if never
 
 	// Total is the agent's total: its flag resources with its static and
-	// dynamic reservations and persistent volumes (post-refinement form).
+	// dynamic reservations and persistent volumes (post-refinement form),
+	// and its revocable resources, as Mesos counts them in an agent's
+	// total: its estimate (UPDATE_RESOURCES, with throttle_info) and,
+	// with Config.LendIdleReservations, its reservations that could be
+	// lent now (without throttle_info; they are also in the regular part,
+	// as reservations).
 	Total []*mesos.Resource
 	// Reserved is Total's reserved part by role (the role of each
 	// resource's last reservation), persistent volumes included;
-	// Unreserved the rest.
+	// Unreserved the rest (revocable resources included).
 	Reserved   map[string][]*mesos.Resource
 	Unreserved []*mesos.Resource
 	Used       []*mesos.Resource // allocated to tasks and executors

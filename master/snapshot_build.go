@@ -2,6 +2,7 @@ package master
 
 import (
 	"cmp"
+	"slices"
 	"sort"
 	"time"
 
@@ -142,6 +143,14 @@ func (s *state) agentView(a *agent) *AgentView {
 	v.Used = used.Proto()
 	v.Offered = offered.Proto()
 	v.FrameworkIDs = sortedKeys(fws)
+	// Revocable resources count in the agent's total and its unreserved
+	// resources, as Mesos counts an agent's estimate in its
+	// totalResources (the regular views stay shared).
+	if rev := s.revocableTotal(a, used, offered); !rev.IsEmpty() {
+		p := rev.Proto()
+		v.Total = slices.Concat(v.Total, p)
+		v.Unreserved = slices.Concat(v.Unreserved, p)
+	}
 	return v
 }
 

@@ -89,6 +89,7 @@ type agentViewKey struct {
 	ncaps                          int
 	total                          **mesos.Resource
 	ntotal                         int
+	oversubGen                     uint64
 	connected, deactivated, active bool
 	drain                          *mesos.DrainInfo
 	registered, reregistered       time.Time
@@ -99,7 +100,8 @@ func (a *agent) viewKey() agentViewKey {
 		info: a.info, endpoint: a.endpoint, version: a.version,
 		caps: first(a.caps), ncaps: len(a.caps),
 		total: first(a.totalProto), ntotal: len(a.totalProto),
-		connected: a.connected, deactivated: a.deactivated, active: a.active(),
+		oversubGen: a.oversubGen,
+		connected:  a.connected, deactivated: a.deactivated, active: a.active(),
 		drain:      a.drain,
 		registered: a.registeredTime, reregistered: a.reregisteredTime,
 	}

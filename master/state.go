@@ -250,6 +250,11 @@ type agent struct {
 	// reserved is total's reservations by role (the role of each
 	// resource's last reservation), for role views.
 	reserved map[string]resources.Resources
+	// oversubscribed is the agent's last estimate (UPDATE_RESOURCES),
+	// revocable with throttle_info (state_oversub.go).
+	oversubscribed resources.Resources
+	// oversubGen counts changes of oversubscribed (snapshot cache key).
+	oversubGen uint64
 	// converted is set once an operator's operation changed total: an
 	// offer the allocator made before it learned the new total may still
 	// be on its way, so offers on this agent are checked (allocated).

@@ -68,7 +68,8 @@ func (s *state) accept(fw *framework, acc *schedulerpb.Call_Accept, now time.Tim
 		remaining = remaining.Add(o.res)
 	}
 	l := &launcher{s: s, fw: fw, a: a, role: role, now: now, remaining: remaining,
-		executors: map[string]*executor{}, taskIDs: map[string]bool{}}
+		offeredShared: remaining.Shared(),
+		executors:     map[string]*executor{}, taskIDs: map[string]bool{}}
 	if s.long != nil {
 		l.longBudget = s.long.Accept(a.id, longParts...)
 	}
@@ -159,8 +160,13 @@ type launcher struct {
 	role      string
 	now       time.Time
 	remaining resources.Resources
-	executors map[string]*executor // executors started by this ACCEPT
-	taskIDs   map[string]bool      // tasks launched by this ACCEPT
+	// offeredShared are the shared resources of the offers (as CREATE and
+	// DESTROY leave them): launches do not use them up. As in Mesos, the
+	// tasks of one ACCEPT may use a shared volume its offers held once
+	// (see launch).
+	offeredShared resources.Resources
+	executors     map[string]*executor // executors started by this ACCEPT
+	taskIDs       map[string]bool      // tasks launched by this ACCEPT
 	// longBudget is what the ACCEPT's long tasks may use (nil without
 	// long-task bounds).
 	longBudget *longtask.Budget
@@ -179,12 +185,17 @@ func (l *launcher) launch(ti *mesos.TaskInfo) {
 	need := res
 	if err == nil && ti.GetExecutor() != nil {
 		ex, err = l.executorFor(ti.GetExecutor())
+		if err == nil {
+			if mixErr := mixesRevocable(res.Add(ex.res)); mixErr != nil {
+				err = fmt.Errorf("Task and its executor mix revocable and non-revocable resources: %v", mixErr)
+			}
+		}
 		if err == nil && l.isNew(ex) {
 			need = need.Add(ex.res)
 		}
 	}
-	if err == nil && !l.remaining.Contains(need) {
-		err = fmt.Errorf("Task uses more resources %s than available %s", describe(need), describe(l.remaining))
+	if err == nil && !l.fits(need) {
+		err = fmt.Errorf("Task uses more resources %s than available %s", describe(need), describe(l.available()))
 	}
 	// Last: a long task that fits holds its part of the bound at once.
 	var long bool
@@ -200,6 +211,7 @@ func (l *launcher) launch(ti *mesos.TaskInfo) {
 			mesos.TaskStatus_REASON_TASK_INVALID, err.Error(), l.now))
 		return
 	}
+	l.useShared(need)
 	l.remaining = l.remaining.Subtract(need)
 	run := &protocol.AgentEvent_RunTask{FrameworkInfo: l.fw.info, Task: task}
 	if ex != nil {
@@ -210,6 +222,44 @@ func (l *launcher) launch(ti *mesos.TaskInfo) {
 	ev := l.s.agentEvent(protocol.AgentEvent_RUN_TASK)
 	ev.RunTask = run
 	l.s.sendAgent(l.a, ev)
+}
+
+// available is what a task of the ACCEPT may use: what remains of the
+// offers, with their shared resources whether earlier tasks use them or
+// not (Mesos's master: "2 tasks can be launched on 1 copy of a shared
+// persistent volume from the offer").
+func (l *launcher) available() resources.Resources {
+	if l.offeredShared.IsEmpty() {
+		return l.remaining
+	}
+	return l.remaining.NonShared().Add(l.offeredShared)
+}
+
+// fits reports whether a launch needing need fits in the offers: its
+// non-shared resources in what remains, each of its shared resources
+// (however many copies: a task and its new executor may both name the
+// volume) among the offers' shared resources.
+func (l *launcher) fits(need resources.Resources) bool {
+	if !need.HasShared() {
+		return l.remaining.Contains(need)
+	}
+	sh := need.Shared()
+	return l.remaining.NonShared().Contains(need.NonShared()) && sh.SharedIn(l.offeredShared).Equal(sh)
+}
+
+// useShared accounts for the shared resources a launch uses beyond the
+// copies left in the offers: the allocator adds those copies to the
+// framework's allocation (UpdateAllocation from nothing, as Mesos's master
+// converts nothing into them), so each task's copy goes back when the task
+// ends.
+func (l *launcher) useShared(need resources.Resources) {
+	if !need.HasShared() {
+		return
+	}
+	additional := need.Shared().Subtract(l.remaining.Shared())
+	if !additional.IsEmpty() {
+		l.s.alloc.UpdateAllocation(l.fw.id, l.a.id, resources.Resources{}, additional)
+	}
 }
 
 // launchGroup runs one LAUNCH_GROUP: all tasks start together under one
@@ -265,6 +315,9 @@ func (l *launcher) launchGroup(g *mesos.Offer_Operation_LaunchGroup) {
 			infos = append(infos, task)
 			taskRes[ti.GetTaskId().GetValue()] = res
 			need = need.Add(res)
+		}
+		if err := mixesRevocable(need.Add(ex.res)); err != nil {
+			return fmt.Errorf("Task group and executor mix revocable and non-revocable resources: %v", err)
 		}
 		if l.isNew(ex) {
 			need = need.Add(ex.res)
@@ -346,6 +399,9 @@ func (l *launcher) validateTask(ti *mesos.TaskInfo, inGroup bool) (*mesos.TaskIn
 	if err != nil {
 		return nil, resources.Resources{}, fmt.Errorf("Task uses invalid resources: %v", err)
 	}
+	if err := mixesRevocable(res); err != nil {
+		return nil, resources.Resources{}, fmt.Errorf("Task mixes revocable and non-revocable resources: %v", err)
+	}
 	ti.Resources = res.Proto()
 	return ti, res, nil
 }
@@ -374,6 +430,9 @@ func (l *launcher) executorFor(ei *mesos.ExecutorInfo) (*executor, error) {
 	res, err := resources.FromProto(rs)
 	if err != nil {
 		return nil, fmt.Errorf("Executor uses invalid resources: %v", err)
+	}
+	if err := mixesRevocable(res); err != nil {
+		return nil, fmt.Errorf("Executor mixes revocable and non-revocable resources: %v", err)
 	}
 	info := proto.Clone(ei).(*mesos.ExecutorInfo)
 	info.FrameworkId = frameworkID(l.fw.id)

@@ -625,15 +625,10 @@ func (s *state) agentCall(call *protocol.AgentCall, now time.Time) error {
 	case protocol.AgentCall_UNREGISTER:
 		s.removeAgent(a, "agent unregistered")
 	case protocol.AgentCall_UPDATE_RESOURCES:
-		rs := call.GetUpdateResources().GetOversubscribed()
-		if err := resources.Validate(rs); err != nil {
-			return badRequest("Invalid 'update_resources.oversubscribed': %v", err)
+		if call.GetUpdateResources() == nil {
+			return badRequest("Expecting 'update_resources' to be present")
 		}
-		r, err := resources.FromProto(rs)
-		if err != nil {
-			return badRequest("Invalid 'update_resources.oversubscribed': %v", err)
-		}
-		s.alloc.UpdateOversubscribed(a.id, r)
+		return s.updateOversubscribed(a, call.GetUpdateResources().GetOversubscribed())
 	case protocol.AgentCall_SUBSCRIBE:
 		return badRequest("SUBSCRIBE opens the event stream; it cannot be sent as a separate call")
 	default:

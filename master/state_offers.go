@@ -15,9 +15,11 @@ import (
 	"mezzo/resources"
 )
 
-// allocated turns one allocation into offers: one Offer per (agent, role),
-// all sent in one OFFERS event. Resources that can no longer be offered
-// (framework gone or inactive, agent gone or inactive) go straight back.
+// allocated turns one allocation into offers: per (agent, role), one Offer
+// of each kind it holds (offerKinds: regular, throttle-able revocable,
+// lent revocable), all sent in one OFFERS event. Resources that can no
+// longer be offered (framework gone or inactive, agent gone or inactive)
+// go straight back.
 func (s *state) allocated(fwID string, offers allocator.Offers, now time.Time) {
 	fw := s.frameworks[fwID]
 	roles := make([]string, 0, len(offers))
@@ -45,28 +47,30 @@ func (s *state) allocated(fwID string, offers allocator.Offers, now time.Time) {
 				s.alloc.RecoverResources(fwID, agentID, res, nil)
 				continue
 			}
-			if a.converted && !s.freeOn(a).Contains(res.NonRevocable().WithoutAllocationInfo()) {
-				// Allocated before an operator's operation changed the
-				// agent's total: not there in this form any more (revocable
-				// resources are not part of the total). Hand it
-				// back and have the allocator recount the agent's free
-				// resources against the total.
-				s.log.Info("dropping an allocation that predates an operator's operation on the agent",
+			if !s.stillOfferable(a, res) {
+				// Allocated before an operation changed the agent's total
+				// (an operator's, or a DESTROY of a shared volume): not
+				// there in this form any more. Hand it back and have the
+				// allocator recount the agent's free resources against
+				// the total.
+				s.log.Info("dropping an allocation that predates an operation on the agent",
 					"framework", fwID, "agent", agentID, "resources", res.String())
 				s.alloc.RecoverResources(fwID, agentID, res, nil)
 				s.alloc.UpdateAgent(agentID, nil, a.total)
 				continue
 			}
-			o := &offer{id: s.newOfferID(), fwID: fwID, agentID: agentID, role: role, res: res}
-			if s.cfg.OfferTimeout > 0 {
-				s.setOfferExpiry(o, now.Add(s.cfg.OfferTimeout))
+			for _, part := range offerKinds(res) {
+				o := &offer{id: s.newOfferID(), fwID: fwID, agentID: agentID, role: role, res: part}
+				if s.cfg.OfferTimeout > 0 {
+					s.setOfferExpiry(o, now.Add(s.cfg.OfferTimeout))
+				}
+				s.longOffer(o)
+				o.proto = s.offerProto(o, fw, a)
+				s.offers[o.id] = o
+				fw.offers[o.id] = o
+				a.offers[o.id] = o
+				made = append(made, o.proto)
 			}
-			s.longOffer(o)
-			o.proto = s.offerProto(o, fw, a)
-			s.offers[o.id] = o
-			fw.offers[o.id] = o
-			a.offers[o.id] = o
-			made = append(made, o.proto)
 		}
 	}
 	if len(made) == 0 {
@@ -77,6 +81,63 @@ func (s *state) allocated(fwID string, offers allocator.Offers, now time.Time) {
 		Type:   schedulerpb.Event_OFFERS.Enum(),
 		Offers: &schedulerpb.Event_Offers{Offers: made},
 	})
+}
+
+// stillOfferable reports whether an allocation made by the allocator can
+// still be offered on agent a in this form. Allocations are carved out of
+// the total, but one may be on its way to the master when an operation
+// changes the total: an operator's operation on free resources (a is then
+// marked converted) or a framework's DESTROY of a shared volume, which the
+// allocator offers while in use. Shared resources are checked against the
+// total (several may hold them at once), the rest against what is free.
+func (s *state) stillOfferable(a *agent, res resources.Resources) bool {
+	res = res.NonRevocable().WithoutAllocationInfo() // revocable: not part of the total
+	if res.HasShared() {
+		sh := res.Shared()
+		if !sh.SharedIn(a.total).Equal(sh) {
+			return false
+		}
+		res = res.NonShared()
+	}
+	return !a.converted || s.freeOn(a).Contains(res)
+}
+
+// rescindOffersHolding rescinds the agent's offers that hold one of the
+// volumes (DESTROY: a shared volume may be offered to others while the
+// destroying framework holds it).
+func (s *state) rescindOffersHolding(a *agent, volumes []*mesos.Resource) {
+	vs, err := resources.FromProto(resources.ToPostRefinement(volumes))
+	if err != nil || vs.IsEmpty() {
+		return
+	}
+	vs = vs.WithoutAllocationInfo()
+	for _, o := range sortedOffers(a.offers) {
+		if !vs.SharedIn(o.res.WithoutAllocationInfo()).IsEmpty() || o.res.WithoutAllocationInfo().Contains(vs) {
+			s.rescindOffer(o, true)
+		}
+	}
+}
+
+// offerKinds splits what one allocation gives on one agent into the offers
+// the oversubscription-for-reservation design asks for ("Offers"): regular
+// resources (unreserved and reserved), throttle-able revocable resources
+// (the agent's estimated slack) and non-throttle revocable resources (lent
+// reservations), each non-empty kind in an offer of its own, in that order.
+// Rescinding one kind (its estimate shrank, its lender took it back) then
+// leaves the framework's offers of the other kinds alone. A framework may
+// still combine the offers of one agent in one ACCEPT.
+func offerKinds(res resources.Resources) []resources.Resources {
+	rev := res.Revocable()
+	if rev.IsEmpty() {
+		return []resources.Resources{res} // the common case, unsplit
+	}
+	out := make([]resources.Resources, 0, 3)
+	for _, part := range []resources.Resources{res.NonRevocable(), rev.Throttleable(), rev.Lent()} {
+		if !part.IsEmpty() {
+			out = append(out, part)
+		}
+	}
+	return out
 }
 
 // offerProto renders an offer the way the framework expects it (see
@@ -219,16 +280,34 @@ func (s *state) rescindAgentOffers(a *agent) {
 	}
 }
 
-// rescindOn rescinds the framework's offers on an agent (the allocator's
-// Rescind callback, when a revocable estimate shrank).
-func (s *state) rescindOn(fwID, agentID string, now time.Time) {
+// rescindOn is the allocator's Rescind callback on the loop: the
+// framework's offers on the agent no longer all fit (a revocable total
+// shrank: a smaller estimate, a lent reservation its role took back; or an
+// allocation predating a change of the agent's total). If r is all
+// revocable, only the framework's offers holding some of r are rescinded,
+// so a lender taking its reservation back costs a tenant its lent offer,
+// not its regular or throttle-able ones; otherwise every offer of the
+// framework on the agent is, as they may hold r in a form the agent no
+// longer has.
+func (s *state) rescindOn(fwID, agentID string, r resources.Resources, now time.Time) {
 	fw := s.frameworks[fwID]
 	if fw == nil {
 		return
 	}
+	onlyRevocable := !r.IsEmpty() && r.NonRevocable().IsEmpty()
+	want := r.WithoutAllocationInfo()
 	for _, o := range sortedOffers(fw.offers) {
-		if o.agentID == agentID {
-			s.rescindOffer(o, true)
+		if o.agentID != agentID {
+			continue
 		}
+		if onlyRevocable && !shareResources(o.res.Revocable().WithoutAllocationInfo(), want) {
+			continue
+		}
+		s.rescindOffer(o, true)
 	}
+}
+
+// shareResources reports whether x and y have some resource in common.
+func shareResources(x, y resources.Resources) bool {
+	return !x.Subtract(x.Subtract(y)).IsEmpty()
 }

@@ -78,6 +78,49 @@ func (r Resources) Lent() Resources {
 	return r.filter(func(it *item) bool { return it.revocable && !it.throttle })
 }
 
+// AsLent returns what r's reserved resources become when lent out
+// (oversubscription for reservations): unreserved, without allocation
+// info, revocable without throttle_info. Persistent volumes, other disks
+// with disk info and shared resources are never lent (a tenant could not
+// give them back as it found them), nor are unreserved resources, which
+// need no lending.
+func (r Resources) AsLent() Resources {
+	ps := r.filter(func(it *item) bool {
+		return it.role != "" && !it.shared && it.meta.GetDisk() == nil
+	}).Proto()
+	for _, p := range ps {
+		p.Reservations = nil
+		p.Reservation = nil
+		p.Role = nil
+		p.AllocationInfo = nil
+		p.Revocable = &mesos.Resource_RevocableInfo{}
+	}
+	return rebuilt(ps)
+}
+
+// AsThrottleable returns r marked as an agent's usage slack: every entry
+// revocable with throttle_info (the master marks the estimates agents
+// send in UPDATE_RESOURCES this way, so they never merge with lent
+// reservations).
+func (r Resources) AsThrottleable() Resources {
+	ps := r.Proto()
+	for _, p := range ps {
+		p.Revocable = &mesos.Resource_RevocableInfo{ThrottleInfo: &mesos.Resource_RevocableInfo_ThrottleInfo{}}
+	}
+	return rebuilt(ps)
+}
+
+// rebuilt is New of protos derived from valid resources by changing
+// what only identifies them (reservation, revocability): they cannot be
+// invalid, so an error is a bug here.
+func rebuilt(ps []*mesos.Resource) Resources {
+	out, err := FromProto(ps)
+	if err != nil {
+		panic("resources: rebuilding derived resources: " + err.Error())
+	}
+	return out
+}
+
 // NonRevocable returns the non-revocable resources.
 func (r Resources) NonRevocable() Resources {
 	return r.filter(func(it *item) bool { return !it.revocable })
@@ -86,6 +129,30 @@ func (r Resources) NonRevocable() Resources {
 // Shared returns the shared resources.
 func (r Resources) Shared() Resources {
 	return r.filter(func(it *item) bool { return it.shared })
+}
+
+// HasShared reports whether r holds shared resources, without building
+// anything (the allocator asks on its hot path).
+func (r Resources) HasShared() bool {
+	for _, it := range r.items {
+		if it.shared {
+			return true
+		}
+	}
+	return false
+}
+
+// SharedIn returns the shared entries of r, with all their copies, of
+// which o holds at least one copy: a shared resource held several times
+// (one copy per user) still exists while o (an agent's total) has it once.
+func (r Resources) SharedIn(o Resources) Resources {
+	have := make(map[string]bool, len(o.items))
+	for _, it := range o.items {
+		if it.shared {
+			have[it.key] = true
+		}
+	}
+	return r.filter(func(it *item) bool { return it.shared && have[it.key] })
 }
 
 // NonShared returns the non-shared resources.

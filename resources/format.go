@@ -11,7 +11,7 @@ import (
 // ("cpus:1.5; mem(web):1024; ports:[31000-32000]; disks:{a, b}") and parse
 // back to the same value. Other attributes are shown Mesos-style and are
 // not parseable: "(allocated: r)", "(reservations: [(DYNAMIC,r,principal)])",
-// "[disk info]", "{REV}", "<SHARED>", and an " xN" suffix when N copies of an indivisible
+// "[disk info]", "{REV}" (revocable; "{REV:THROTTLE}" with throttle_info), "<SHARED>", and an " xN" suffix when N copies of an indivisible
 // resource are held.
 func (r Resources) String() string {
 	var sb strings.Builder
@@ -75,7 +75,11 @@ func (it *item) writeText(sb *strings.Builder) {
 			sb.WriteByte(']')
 		}
 		if m.Revocable != nil {
-			sb.WriteString("{REV}")
+			if m.Revocable.ThrottleInfo != nil {
+				sb.WriteString("{REV:THROTTLE}")
+			} else {
+				sb.WriteString("{REV}")
+			}
 		}
 		if m.Shared != nil {
 			sb.WriteString("<SHARED>")

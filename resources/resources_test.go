@@ -625,3 +625,41 @@ func TestThrottleableAndLentStayApart(t *testing.T) {
 		t.Errorf("round trip: %v, want %v", back, r)
 	}
 }
+
+// AsLent turns only reservations into lent resources (oversubscription
+// for reservations): volumes and shared resources stay with their owner,
+// unreserved resources need no lending.
+func TestAsLent(t *testing.T) {
+	vol := sc("disk", 64, dyn("db"), pv("v1"))
+	r, err := New(sc("cpus", 2, rsv(static("web"))), sc("mem", 512, dyn("db")), sc("cpus", 3), vol,
+		sc("disk", 10, dyn("db"), pv("v2"), sharedOpt), rng("ports", 31000, 31009, rsv(static("web"))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lent := r.AsLent()
+	if got, want := lent.String(), "cpus{REV}:2; mem{REV}:512; ports{REV}:[31000-31009]"; got != want {
+		t.Fatalf("AsLent = %q, want %q", got, want)
+	}
+	if !lent.Equal(lent.Lent()) || !lent.Throttleable().IsEmpty() || !lent.Reserved().IsEmpty() {
+		t.Fatalf("AsLent must be unreserved, revocable without throttle_info: %v", lent)
+	}
+	if !(Resources{}).AsLent().IsEmpty() || !MustParse("cpus:1").AsLent().IsEmpty() {
+		t.Fatal("nothing reserved, nothing lent")
+	}
+}
+
+// AsThrottleable marks every entry as slack, whatever its revocability,
+// and the text form tells the two revocable kinds apart.
+func TestAsThrottleable(t *testing.T) {
+	r, err := New(sc("cpus", 1.5), sc("mem", 64, revocableOpt))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := r.AsThrottleable()
+	if s, want := got.String(), "cpus{REV:THROTTLE}:1.5; mem{REV:THROTTLE}:64"; s != want {
+		t.Fatalf("AsThrottleable = %q, want %q", s, want)
+	}
+	if !got.Equal(got.Throttleable()) || !got.Lent().IsEmpty() {
+		t.Fatalf("not all throttle-able: %v", got)
+	}
+}

@@ -119,6 +119,9 @@ func (c *Client) Suppress(ctx context.Context, roles ...string) error {
 func (c *Client) UpdateFramework(ctx context.Context, info *mesos.FrameworkInfo, suppressedRoles []string, constraints *schedulerpb.OfferConstraints) error {
 	info = proto.CloneOf(info)
 	info.Id = c.FrameworkID()
+	if c.cfg.Revocable {
+		info = withCapability(info, mesos.FrameworkInfo_Capability_REVOCABLE_RESOURCES)
+	}
 	u := &schedulerpb.Call_UpdateFramework{FrameworkInfo: info, SuppressedRoles: suppressedRoles, OfferConstraints: constraints}
 	if err := c.Call(ctx, &schedulerpb.Call{Type: schedulerpb.Call_UPDATE_FRAMEWORK.Enum(), UpdateFramework: u}); err != nil {
 		return err

@@ -65,6 +65,11 @@ type Config struct {
 	// existing framework; otherwise the master assigns one, which the
 	// client then uses for every later call and re-subscription.
 	Framework *mesos.FrameworkInfo
+	// Revocable subscribes with the REVOCABLE_RESOURCES capability (added
+	// to Framework's, and to the info of every UpdateFramework, if
+	// missing): the framework is then offered revocable resources too,
+	// in offers of their own (see ByAgent and Take).
+	Revocable bool
 	// SuppressedRoles are sent in SUBSCRIBE (roles for which the
 	// framework wants no offers yet).
 	SuppressedRoles []string
@@ -95,6 +100,9 @@ func (c Config) validate() (Config, error) {
 		return c, errors.New("scheduler: Config.Framework is required")
 	}
 	c.Framework = proto.Clone(c.Framework).(*mesos.FrameworkInfo)
+	if c.Revocable {
+		c.Framework = withCapability(c.Framework, mesos.FrameworkInfo_Capability_REVOCABLE_RESOURCES)
+	}
 	c.SuppressedRoles = append([]string(nil), c.SuppressedRoles...)
 	if c.OfferConstraints != nil {
 		c.OfferConstraints = proto.CloneOf(c.OfferConstraints)

@@ -21,13 +21,14 @@
 //  3. est, err := NewEstimator(cfg, usage); ctl, err := NewController(cfg, usage).
 //  4. Every cfg.OversubscribedResourcesInterval, off the agent's loop, call
 //     est.Oversubscribable(ctx, now), then Forwarder.Next with it and the
-//     containers: it adds the revocable resources containers already hold
+//     containers: it adds the throttle-able revocable resources containers already hold
 //     (as Mesos's agent does) and says whether the total differs from the
 //     last one sent; if so send it in UPDATE_RESOURCES. Forwarder.Reset on
 //     (re-)registration.
 //  5. In a second goroutine, call ctl.Corrections(ctx, now), carry out each
 //     Correction (kill the whole container; TASK_LOST or TASK_GONE with
-//     REASON_EXECUTOR_PREEMPTED and Correction.Message), wait
+//     REASON_CONTAINER_PREEMPTED, Mesos v0's REASON_EXECUTOR_PREEMPTED, and
+//     Correction.Message), wait
 //     cfg.QoSCorrectionIntervalMin, repeat. Corrections naming a container
 //     that is already being killed are to be ignored by the agent.
 //  6. When a regular task is launched on a reservation that was lent out,

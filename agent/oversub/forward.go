@@ -6,12 +6,12 @@ import "mezzo/resources"
 // oversubscribed resources and when: the total is the estimate plus the
 // throttle-able revocable resources containers already hold (the
 // estimators leave those out; lent reservations are the master's and never
-// part of the agent's estimate), and it is sent only when it differs from the last one sent, or
-// first after the agent (re-)registered.
+// part of the agent's estimate), and it is sent only when it differs from
+// the last one sent, or first after the agent (re-)registered.
 //
-// A Forwarder is owned by the goroutine that polls the estimator; it is not
-// safe for concurrent use. The zero value is ready and sends its first
-// total.
+// A Forwarder is owned by one goroutine (the agent keeps it on its loop);
+// it is not safe for concurrent use. The zero value is ready and sends its
+// first total.
 type Forwarder struct {
 	last resources.Resources
 	sent bool

@@ -30,7 +30,7 @@ type masterFlags struct {
 	port, maxAgentPingTimeouts, offerConstraintsMaxProgram              int
 	// logging is the logger's level control, for SET_LOGGING_LEVEL.
 	logging                                            *loglevel.Control
-	revocation, profiling                              bool
+	revocation, profiling, lendIdleReservations        bool
 	allocationInterval, offerTimeout, agentPingTimeout *time.Duration
 
 	// High availability and the registry.
@@ -68,6 +68,8 @@ func addMasterFlags(fs *flag.FlagSet) *masterFlags {
 		"mezzo only: with --long_task_fraction, how long a task labelled mezzo.task_length=short without max_completion_time may run before it counts as long (and is revoked first)")
 	fs.BoolVar(&f.revocation, "revocation", false,
 		"kill tasks of over-share frameworks when a framework below its quota guarantee needs resources (paper §3.3.3)")
+	fs.BoolVar(&f.lendIdleReservations, "lend_idle_reservations", false,
+		"mezzo only (oversubscription for reservations): offer reserved resources nobody is allocated, as revocable resources without throttle_info, to frameworks with the REVOCABLE_RESOURCES capability; when the reservation's role takes them back the tenants' offers are rescinded and the agent evicts their tasks")
 	fs.BoolVar(&f.profiling, "profiling", false,
 		"mezzo only: serve Go's runtime profiles (CPU, heap, goroutines) under /debug/pprof/ on the HTTP port, for `go tool pprof`")
 	fs.IntVar(&f.maxAgentPingTimeouts, "max_agent_ping_timeouts", 5, "missed pings before an agent is unreachable")
@@ -231,6 +233,7 @@ func startMaster(ctx context.Context, f *masterFlags, fs *flag.FlagSet, ln net.L
 		MinAllocatable:                 minAlloc,
 		Weights:                        weights,
 		Revocation:                     f.revocation,
+		LendIdleReservations:           f.lendIdleReservations,
 		OfferConstraintsMaxProgramSize: f.offerConstraintsMaxProgram,
 		LongTaskFraction:               f.longTaskFraction,
 		ShortTaskDuration:              *f.shortTaskDuration,

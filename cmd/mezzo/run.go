@@ -29,6 +29,8 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	taskFile := fs.String("task", "", "the TaskInfo to launch, in JSON: a file's path (or file:///path) or the JSON itself, as mesos-execute --task; replaces -- CMD, --resources and --shell")
 	shell := fs.Bool("shell", false, "run the command through /bin/sh -c (one argument)")
 	checkpoint := fs.Bool("checkpoint", false, "run under a checkpointing framework (survives agent restarts)")
+	revocable := fs.Bool("revocable", false,
+		"run on revocable cpus (REVOCABLE_RESOURCES: an agent's unused cpus or a lent reservation), with --resources' other resources regular; the task may be killed when the cpus are needed back (exit 126); while no agent has revocable cpus it says so and waits")
 	var env envFlag
 	fs.Var(&env, "env", "environment variable for the command, NAME=VALUE (repeatable), or a JSON object as mesos-execute takes it")
 	dockerImage := fs.String("docker_image", "", "run the command in this Docker image (docker containerizer)")
@@ -53,6 +55,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		Role:        *role,
 		TaskID:      *taskID,
 		Checkpoint:  *checkpoint,
+		Revocable:   *revocable,
 		Env:         env,
 		DockerImage: *dockerImage,
 		User:        *user,

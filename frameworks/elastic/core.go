@@ -132,6 +132,14 @@ const avoidFor = 10 * time.Second
 // it; skip says the agent is not for us for a while (it runs one of ours,
 // or one just died there): decline it with a longer filter.
 func (c *core) offered(o *mesos.Offer, now time.Time) (r *replica, skip bool) {
+	return c.offeredOn(o, offers.Available(o), now)
+}
+
+// offeredOn is offered for all of an agent's offers at once: o is one of
+// them (for the agent's ID and address), avail what they hold together.
+// The master sends revocable resources in offers of their own, so a
+// replica on revocable cpus with regular memory takes from several.
+func (c *core) offeredOn(o *mesos.Offer, avail resources.Resources, now time.Time) (r *replica, skip bool) {
 	if !c.wantsOffers() {
 		return nil, false
 	}
@@ -144,7 +152,7 @@ func (c *core) offered(o *mesos.Offer, now time.Time) (r *replica, skip bool) {
 	if c.revocable && c.regular() >= c.min {
 		rev = offers.PreferRevocable
 	}
-	got, _, ok := offers.Take(offers.Available(o), c.need, rev)
+	got, _, ok := offers.Take(avail, c.need, rev)
 	if !ok {
 		return nil, false
 	}

@@ -14,6 +14,7 @@ import (
 	"mezzo/frameworks/offers"
 	"mezzo/internal/clock"
 	"mezzo/resources"
+	"mezzo/scheduler"
 )
 
 var t0 = time.Unix(1_700_000_000, 0)
@@ -227,5 +228,37 @@ func TestBalancerAndGenerator(t *testing.T) {
 	}
 	if served, failed := b.Counts(); served != 4+res.OK || failed != 1 {
 		t.Fatalf("balancer counts %d served, %d failed", served, failed)
+	}
+}
+
+// The master sends revocable resources in offers of their own: a replica
+// beyond min takes revocable cpus from one offer and regular memory and
+// ports from another offer of the same agent.
+func TestRevocableReplicaFromSeparateOffers(t *testing.T) {
+	c := newTestCore(t, true)
+	c.observe(200, t0)
+	n := 0
+	for a := 1; c.wantsOffers(); a++ {
+		n++
+		agent := fmt.Sprintf("s%d", a)
+		regular := offer(agent, "")
+		slack := offer(agent, "cpus:4")
+		slack.Id = &mesos.OfferID{Value: proto.String("rev-" + agent)}
+		slack.Resources = slack.Resources[len(regular.Resources):] // the revocable part alone
+		gs := scheduler.ByAgent([]*mesos.Offer{regular, slack})
+		if len(gs) != 1 || len(gs[0].Offers) != 2 {
+			t.Fatalf("groups %v", gs)
+		}
+		r, _ := c.offeredOn(gs[0].Offers[0], gs[0].Resources, t0.Add(time.Duration(a)*time.Millisecond))
+		if r == nil {
+			t.Fatalf("no replica on %s", agent)
+		}
+		running(c, r)
+		if a == 2 && (!r.revocable || r.res.Revocable().Scalar("cpus") != 1 || r.res.NonRevocable().Scalar("mem") != 128) {
+			t.Fatalf("second replica took %s, want revocable cpus and regular mem", r.res)
+		}
+	}
+	if n != 2 {
+		t.Fatalf("%d replicas, want 2", n)
 	}
 }

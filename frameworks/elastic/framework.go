@@ -242,22 +242,24 @@ func (f *Framework) Done() bool { return f.stop.Load() }
 
 func (f *Framework) offers(ctx context.Context, os []*mesos.Offer, now time.Time) {
 	var decline, taken []*mesos.OfferID
-	for _, o := range os {
-		r, skip := f.core.offered(o, now)
+	// One agent's regular and revocable resources come in separate
+	// offers; a replica may take from all of them in one ACCEPT.
+	for _, g := range scheduler.ByAgent(os) {
+		r, skip := f.core.offeredOn(g.Offers[0], g.Resources, now)
 		switch {
 		case r != nil:
 			if r.revocable {
 				f.revLaunch++
 			}
-			if err := f.loop.Client.Launch(ctx, []*mesos.OfferID{o.GetId()}, []*mesos.TaskInfo{f.taskInfo(r)},
+			if err := f.loop.Client.Launch(ctx, g.IDs(), []*mesos.TaskInfo{f.taskInfo(r)},
 				scheduler.RefuseFor(sameAgentRefuse)); err != nil {
-				f.logf("launching %s on %s: %v", r.id, o.GetHostname(), err)
+				f.logf("launching %s on %s: %v", r.id, g.Offers[0].GetHostname(), err)
 				f.core.update(&mesos.TaskStatus{TaskId: &mesos.TaskID{Value: proto.String(r.id)}, State: mesos.TaskState_TASK_LOST.Enum()}, now)
 			}
 		case skip:
-			taken = append(taken, o.GetId())
+			taken = append(taken, g.IDs()...)
 		default:
-			decline = append(decline, o.GetId())
+			decline = append(decline, g.IDs()...)
 		}
 	}
 	if len(taken) > 0 {

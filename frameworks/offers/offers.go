@@ -18,7 +18,6 @@ package offers
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -28,6 +27,7 @@ import (
 
 	"mezzo/api/mesos"
 	"mezzo/resources"
+	"mezzo/scheduler"
 )
 
 // Need is what one task asks for: scalar quantities by name ("cpus",
@@ -38,34 +38,20 @@ type Need struct {
 }
 
 // ParseNeed reads a task's resources in Mesos text form, e.g.
-// "cpus:1;mem:256;ports:1" (ports is a count here, not ranges).
+// "cpus:1;mem:256;ports:1" (ports is a count here, not ranges), with the
+// SDK's parser (scheduler.ParseNeed).
 func ParseNeed(text string) (Need, error) {
-	n := Need{Scalars: map[string]float64{}}
-	for _, tok := range strings.Split(text, ";") {
-		tok = strings.TrimSpace(tok)
-		if tok == "" {
-			continue
-		}
-		name, v, ok := strings.Cut(tok, ":")
-		name = strings.TrimSpace(name)
-		if !ok || name == "" || strings.ContainsAny(name, "()") {
-			return Need{}, fmt.Errorf("%q: expecting name:quantity (a task's needs are unreserved quantities)", tok)
-		}
-		var q float64
-		if _, err := fmt.Sscanf(strings.TrimSpace(v), "%g", &q); err != nil || !(q > 0) || math.IsInf(q, 0) {
-			return Need{}, fmt.Errorf("%q: the quantity must be a positive number", tok)
-		}
-		if name == "ports" {
-			if q != math.Trunc(q) {
-				return Need{}, fmt.Errorf("%q: ports is a whole number of ports", tok)
-			}
-			n.Ports += int(q)
-			continue
-		}
-		n.Scalars[name] += q
+	sn, err := scheduler.ParseNeed(text)
+	if err != nil {
+		return Need{}, err
 	}
-	if len(n.Scalars) == 0 && n.Ports == 0 {
-		return Need{}, errors.New("no resources given")
+	n := Need{Scalars: sn.Scalars}
+	if q, ok := n.Scalars["ports"]; ok {
+		if q != math.Trunc(q) {
+			return Need{}, fmt.Errorf("\"ports:%g\": ports is a whole number of ports", q)
+		}
+		n.Ports = int(q)
+		delete(n.Scalars, "ports")
 	}
 	return n, nil
 }
@@ -96,8 +82,10 @@ type Revocability int
 const (
 	// NoRevocable takes only non-revocable resources.
 	NoRevocable Revocability = iota
-	// PreferRevocable takes revocable resources first and non-revocable
-	// ones for what remains (a best-effort task: cheaper capacity first).
+	// PreferRevocable takes, per resource name, revocable resources if
+	// they cover the need and non-revocable ones otherwise, never both
+	// (Mesos refuses a task that mixes the two kinds in one name); a
+	// best-effort task takes the cheaper capacity first.
 	PreferRevocable
 )
 
@@ -115,7 +103,8 @@ func Available(o *mesos.Offer) resources.Resources {
 
 // Take takes need out of avail: for each scalar, resources reserved to a
 // role first (a framework is offered only its own role's reservations),
-// then unreserved ones, revocable ones first or never as rev says; and
+// then unreserved ones, revocable ones (of a name, only if they cover it)
+// or never as rev says; and
 // the lowest free ports. It returns what was taken (a task's resources),
 // what remains, and false (with avail unchanged) if avail cannot cover
 // need.
@@ -127,11 +116,15 @@ func Take(avail resources.Resources, need Need, rev Revocability) (taken, rest r
 	var out []*mesos.Resource
 	for _, name := range sortedNames(need.Scalars) {
 		left := milli(need.Scalars[name])
+		// Mesos refuses a task using revocable and non-revocable
+		// resources of one name: revocable ones serve a name only if
+		// they cover it alone, else regular ones do.
+		revOnly := rev == PreferRevocable && scalarSum(items, name, true) >= left
 		for _, r := range items {
 			if left == 0 {
 				break
 			}
-			if r.GetName() != name || r.GetType() != mesos.Value_SCALAR || !usable(r, rev) {
+			if r.GetName() != name || r.GetType() != mesos.Value_SCALAR || !usable(r, rev) || (r.GetRevocable() != nil) != revOnly {
 				continue
 			}
 			have := milli(r.GetScalar().GetValue())
@@ -177,6 +170,18 @@ func Count(avail resources.Resources, need Need, rev Revocability) int {
 		n++
 		avail = rest
 	}
+}
+
+// scalarSum is, in thousandths, what items hold of the scalar name, of
+// the revocable or of the regular kind.
+func scalarSum(items []*mesos.Resource, name string, revocable bool) int64 {
+	var n int64
+	for _, r := range items {
+		if r.GetName() == name && r.GetType() == mesos.Value_SCALAR && (r.GetRevocable() != nil) == revocable {
+			n += milli(r.GetScalar().GetValue())
+		}
+	}
+	return n
 }
 
 // IsRevocable reports whether any of a task's resources are revocable

@@ -116,7 +116,8 @@ func TestTake(t *testing.T) {
 func TestTakeProperty(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		var ps []*mesos.Resource
-		usable := map[string]int64{}
+		usable := map[string]int64{}    // regular
+		revUsable := map[string]int64{} // revocable, with PreferRevocable
 		rev := Revocability(rapid.IntRange(0, 1).Draw(t, "rev"))
 		for i := range rapid.IntRange(0, 6).Draw(t, "n") {
 			name := rapid.SampledFrom([]string{"cpus", "mem"}).Draw(t, fmt.Sprint("name", i))
@@ -128,8 +129,10 @@ func TestTakeProperty(t *testing.T) {
 			} else if rapid.Bool().Draw(t, fmt.Sprint("revocable", i)) {
 				r.Revocable = &mesos.Resource_RevocableInfo{}
 			}
-			if r.Revocable == nil || rev == PreferRevocable {
+			if r.Revocable == nil {
 				usable[name] += int64(v)
+			} else if rev == PreferRevocable {
+				revUsable[name] += int64(v)
 			}
 			ps = append(ps, r)
 		}
@@ -145,7 +148,8 @@ func TestTakeProperty(t *testing.T) {
 		}
 		want := true
 		for name, q := range need.Scalars {
-			if milli(q) > usable[name] {
+			// One kind per name (Mesos refuses a mix).
+			if milli(q) > usable[name] && milli(q) > revUsable[name] {
 				want = false
 			}
 		}
@@ -166,6 +170,15 @@ func TestTakeProperty(t *testing.T) {
 		}
 		if rev == NoRevocable && IsRevocable(got) {
 			t.Fatalf("took revocable %s", got)
+		}
+		for name := range need.Scalars {
+			part := got.Named(name)
+			if !part.Revocable().IsEmpty() && !part.NonRevocable().IsEmpty() {
+				t.Fatalf("took both kinds of %s: %s", name, got)
+			}
+			if rev == PreferRevocable && part.Revocable().IsEmpty() && milli(need.Scalars[name]) <= revUsable[name] {
+				t.Fatalf("took regular %s although revocable ones cover it: %s", name, got)
+			}
 		}
 	})
 }

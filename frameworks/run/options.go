@@ -62,6 +62,15 @@ type Options struct {
 	// Output, when set, follows the task's stdout and stderr from the
 	// moment it runs until it ends (see Output).
 	Output Output
+	// Revocable runs the task on revocable cpus (docs/oversubscription.md):
+	// the framework subscribes with REVOCABLE_RESOURCES and takes the
+	// task's cpus from revocable resources (an agent's estimated slack or
+	// a lent reservation) and every other resource (mem, disk) from
+	// regular ones, as Mesos lets a task mix them by name. Resources must
+	// then be scalar quantities with cpus. With a task file, only the
+	// capability is added: the file marks its revocable resources itself.
+	// The task may be killed whenever the agent needs the cpus back.
+	Revocable bool
 	// Role the framework subscribes with (default "*").
 	Role string
 	// User the task runs as (default: the current user).
@@ -107,6 +116,11 @@ func (o *Options) validate() error {
 	}
 	if o.Resources == "" {
 		o.Resources = DefaultResources
+	}
+	if o.Revocable && o.Task == nil {
+		if _, err := revocableNeed(o.Resources); err != nil {
+			return err
+		}
 	}
 	if o.Name == "" {
 		o.Name = DefaultName

@@ -30,6 +30,8 @@ func Run(ctx context.Context, opts Options) (exitCode int, err error) {
 		return ExitUsage, err
 	}
 	var need []resources.Resources
+	var rev *scheduler.Need     // a revocable run's need (nil: regular)
+	var scalars *scheduler.Need // a regular run's need when only scalars
 	if opts.Task != nil {
 		// The task file's resources, as written (ParseTask validated them).
 		r, err := resources.FromProto(opts.Task.GetResources())
@@ -37,8 +39,17 @@ func Run(ctx context.Context, opts Options) (exitCode int, err error) {
 			return ExitUsage, fmt.Errorf("task resources: %w", err)
 		}
 		need = []resources.Resources{r}
+	} else if opts.Revocable {
+		n, err := revocableNeed(opts.Resources)
+		if err != nil {
+			return ExitUsage, err
+		}
+		rev = &n
+		need = []resources.Resources{needResources(n)}
 	} else if need, err = wanted(opts.Resources, opts.Role); err != nil {
 		return ExitUsage, fmt.Errorf("--resources: %w", err)
+	} else if n, err := scheduler.ParseNeed(opts.Resources); err == nil {
+		scalars = &n
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -64,8 +75,11 @@ func Run(ctx context.Context, opts Options) (exitCode int, err error) {
 			HTTPClient: opts.HTTPClient,
 			Credential: opts.Credential,
 			Framework:  frameworkInfo(opts),
+			Revocable:  opts.Revocable,
 			Clock:      opts.Clock,
 		}),
+		rev:     rev,
+		scalars: scalars,
 	}
 	// Every way out stops the output's follower (finishOutput drained it
 	// already on a task's end).
@@ -122,6 +136,8 @@ type runner struct {
 	opts       Options
 	client     *scheduler.Client
 	need       []resources.Resources // acceptable shapes of the task's resources
+	rev        *scheduler.Need       // a revocable run's need (revocable.go); nil: need
+	scalars    *scheduler.Need       // a regular run of scalars only: taken with scheduler.Take; nil: need's shapes
 	taskID     *mesos.TaskID
 	agentID    *mesos.AgentID // where the task was launched, once it was
 	state      launchState
@@ -168,7 +184,26 @@ func frameworkInfo(o Options) *mesos.FrameworkInfo {
 	if o.Role != "*" {
 		fi.Role = proto.String(o.Role)
 	}
+	if usesShared(o.Task) {
+		// Without it the master never offers shared resources (a shared
+		// persistent volume), so the task could never launch.
+		fi.Capabilities = append(fi.Capabilities,
+			&mesos.FrameworkInfo_Capability{Type: mesos.FrameworkInfo_Capability_SHARED_RESOURCES.Enum()})
+	}
 	return fi
+}
+
+// usesShared reports whether the task (or its executor) uses shared
+// resources.
+func usesShared(t *mesos.TaskInfo) bool {
+	for _, rs := range [][]*mesos.Resource{t.GetResources(), t.GetExecutor().GetResources()} {
+		for _, r := range rs {
+			if r.GetShared() != nil {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // handle reacts to one event; done says Run should return code, err.
@@ -207,25 +242,28 @@ func (r *runner) handle(ctx context.Context, ev *schedulerpb.Event) (code int, d
 	return 0, false, nil
 }
 
-// offers launches the task on the first offer that fits and declines the
-// rest: briefly while still waiting, for an hour once launched.
+// offers launches the task on the first agent whose offers fit and
+// declines the rest: briefly while still waiting, for an hour once
+// launched. An agent's offers are taken together (scheduler.ByAgent): a
+// revocable run's cpus come in an offer of their own.
 func (r *runner) offers(ctx context.Context, offers []*mesos.Offer) error {
 	var decline []*mesos.OfferID
-	for _, o := range offers {
+	for _, g := range scheduler.ByAgent(offers) {
 		if r.state != notLaunched {
-			decline = append(decline, o.GetId())
+			decline = append(decline, g.IDs()...)
 			continue
 		}
-		res, ok := r.match(o)
+		res, ok := r.match(g)
 		if !ok {
-			decline = append(decline, o.GetId())
+			decline = append(decline, g.IDs()...)
 			continue
 		}
+		o := g.Offers[0]
 		task := r.task(o.GetAgentId(), res)
 		fmt.Fprintf(r.opts.Log, "Launching task %s on agent %s (%s) with %s\n",
 			r.opts.TaskID, o.GetAgentId().GetValue(), o.GetHostname(), res)
 		r.agentID = proto.CloneOf(o.GetAgentId())
-		if err := r.client.Launch(ctx, []*mesos.OfferID{o.GetId()}, []*mesos.TaskInfo{task}, scheduler.RefuseFor(DeclineSeconds)); err != nil {
+		if err := r.client.Launch(ctx, g.IDs(), []*mesos.TaskInfo{task}, scheduler.RefuseFor(DeclineSeconds)); err != nil {
 			if !failedOver(err) {
 				return fmt.Errorf("launching the task: %w", err)
 			}
@@ -258,19 +296,23 @@ func (r *runner) offers(ctx context.Context, offers []*mesos.Offer) error {
 	return nil
 }
 
-// match returns the task's resources if the offer holds one of the wanted
-// shapes.
-func (r *runner) match(o *mesos.Offer) (resources.Resources, bool) {
-	offered, err := resources.FromProto(o.GetResources())
-	if err != nil {
-		fmt.Fprintf(r.opts.Log, "Ignoring offer %s with invalid resources: %v\n", o.GetId().GetValue(), err)
-		return resources.Resources{}, false
+// match returns the task's resources if the agent's offers hold one of
+// the wanted shapes (a revocable run: its need, cpus from revocable
+// resources).
+func (r *runner) match(g scheduler.AgentOffers) (resources.Resources, bool) {
+	if r.rev != nil {
+		got, _, ok := scheduler.Take(g.Resources, *r.rev)
+		return got, ok
 	}
-	// Offers to a MULTI_ROLE framework carry allocation info; we are not
-	// one, but compare without it anyway.
-	offered = offered.WithoutAllocationInfo()
+	if r.scalars != nil {
+		// The role's reservations first, then unreserved resources, mixed
+		// within a name as mesos-execute's Resources::find does, so
+		// "cpus:1.5" runs on cpus(web):1 plus cpus:0.5.
+		got, _, ok := scheduler.Take(g.Resources, *r.scalars)
+		return got, ok
+	}
 	for _, want := range r.need {
-		if offered.Contains(want) {
+		if g.Resources.Contains(want) {
 			return want, true
 		}
 	}

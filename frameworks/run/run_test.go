@@ -3,6 +3,7 @@ package run_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -251,6 +252,52 @@ func TestRunScenarios(t *testing.T) {
 				if fi.GetRole() != "web" || !fi.GetCheckpoint() || fi.GetUser() != "alice" ||
 					len(fi.GetCapabilities()) != 1 || fi.GetCapabilities()[0].GetType() != mesos.FrameworkInfo_Capability_RESERVATION_REFINEMENT {
 					t.Errorf("framework info = %v", fi)
+				}
+			},
+		},
+		{
+			// The role's reservation is too small alone: the rest comes
+			// from unreserved resources of the same offer (mesos-execute
+			// finds resources the same way).
+			name:      "reserved and unreserved mixed",
+			opts:      run.Options{Command: []string{"true"}, Role: "web", Resources: "cpus:1.5;mem:32"},
+			offers:    [][]*mesos.Offer{{offer("O1", "a1", "cpus(web):1;cpus:1;mem:2048")}},
+			updates:   []update{{state: mesos.TaskState_TASK_FINISHED, source: executor}},
+			wantCode:  0,
+			wantLines: []string{"mezzo-run TASK_FINISHED source=SOURCE_EXECUTOR"},
+			wantAcks:  1,
+			check: func(t *testing.T, task *mesos.TaskInfo, _ *schedulertest.Master) {
+				got, _ := resources.FromProto(task.GetResources())
+				if !got.Equal(resources.MustParse("cpus(web):1;cpus:0.5;mem:32")) {
+					t.Errorf("task resources = %v", got)
+				}
+			},
+		},
+		{
+			// A task on a shared persistent volume: the framework declares
+			// SHARED_RESOURCES, without which the master never offers one.
+			name: "task file on a shared volume",
+			opts: run.Options{Role: "db", Task: sharedTask},
+			offers: [][]*mesos.Offer{{func() *mesos.Offer {
+				o := offer("O1", "a1", "cpus(db):1;mem(db):64")
+				o.Resources = append(o.Resources, proto.CloneOf(sharedTask.GetResources()[2]))
+				return o
+			}()}},
+			updates:   []update{{state: mesos.TaskState_TASK_FINISHED, source: executor}},
+			wantCode:  0,
+			wantLines: []string{"t-shared TASK_FINISHED source=SOURCE_EXECUTOR"},
+			wantAcks:  1,
+			check: func(t *testing.T, task *mesos.TaskInfo, m *schedulertest.Master) {
+				fi := m.Calls(schedulerpb.Call_SUBSCRIBE)[0].GetSubscribe().GetFrameworkInfo()
+				var caps []string
+				for _, c := range fi.GetCapabilities() {
+					caps = append(caps, c.GetType().String())
+				}
+				if fmt.Sprint(caps) != "[RESERVATION_REFINEMENT SHARED_RESOURCES]" {
+					t.Errorf("capabilities = %v", caps)
+				}
+				if len(task.GetResources()) != 3 || task.GetResources()[2].GetShared() == nil {
+					t.Errorf("task resources = %v", task.GetResources())
 				}
 			},
 		},
@@ -505,6 +552,13 @@ func TestStatusLine(t *testing.T) {
 }
 
 const minimalTask = `{"resources":[{"name":"cpus","type":"SCALAR","scalar":{"value":1}}],"command":{"value":"true"}}`
+
+// sharedTask uses a shared persistent volume on disk reserved to db.
+var sharedTask = mustParseTask(`{"name":"shared","task_id":{"value":"t-shared"},"command":{"value":"true"},
+	"resources":[{"name":"cpus","type":"SCALAR","scalar":{"value":0.5},"reservations":[{"type":"STATIC","role":"db"}]},
+	{"name":"mem","type":"SCALAR","scalar":{"value":32},"reservations":[{"type":"STATIC","role":"db"}]},
+	{"name":"disk","type":"SCALAR","scalar":{"value":64},"reservations":[{"type":"STATIC","role":"db"}],
+	 "disk":{"persistence":{"id":"v"},"volume":{"container_path":"v","mode":"RW"}},"shared":{}}]}`)
 
 func mustParseTask(js string) *mesos.TaskInfo {
 	t, err := run.ParseTask([]byte(js))

@@ -35,10 +35,15 @@ type AgentTotal struct {
 // resources are free, that it waits for them. Only scalar resources are
 // compared (ranges and sets fit or not per offer).
 func WhyWaiting(need resources.Resources, agents []AgentTotal) string {
+	return whyWaiting(need.Quantities(), agents)
+}
+
+// whyWaiting is WhyWaiting for scalar quantities by the names
+// /master/slaves uses ("cpus", "cpus_revocable", …).
+func whyWaiting(q map[string]float64, agents []AgentTotal) string {
 	if len(agents) == 0 {
 		return "no agents are registered with the master"
 	}
-	q := need.Quantities()
 	names := make([]string, 0, len(q))
 	for n := range q {
 		names = append(names, n)
@@ -167,7 +172,11 @@ func (r *runner) noteWaiting(ctx context.Context) {
 	if err != nil {
 		why = fmt.Sprintf("cannot read the agents' resources: %v", err)
 	} else {
-		why = WhyWaiting(r.need[0].Scalars(), agents)
+		if r.rev != nil {
+			why = WhyWaitingRevocable(*r.rev, agents)
+		} else {
+			why = WhyWaiting(r.need[0].Scalars(), agents)
+		}
 		if strings.HasPrefix(why, "agent ") {
 			// The totals would hold it: the allocator knows what keeps it.
 			if says := allocatorSays(ctx, r.opts.HTTPClient, r.opts.Masters, r.client.FrameworkID().GetValue()); says != "" {

@@ -168,7 +168,17 @@ func (rn *run) frameworks(sorter *drfNode) *kidIter {
 // give records an allocation and adds it to the framework's offers.
 func (rn *run) give(a *agent, n *drfNode, role string, res resources.Resources, q, uq qv, whole bool) {
 	f := n.fw
+	var leafBefore qv
+	if rn.quota != nil && res.HasShared() {
+		leafBefore = n.owner.leaf.alloc.clone()
+	}
 	rn.c.track(a, f, role, n, res, q, uq, whole)
+	if leafBefore != nil {
+		// The role's leaf grew by q plus what its share counts of the
+		// shared resources (reserved, as every volume): count that as an
+		// allocated reservation, which consumes no more quota.
+		q = n.owner.leaf.alloc.clone().sub(leafBefore)
+	}
 	rn.addOffer(a, f, role, res)
 	rn.dirty = true
 	rn.gives++
@@ -271,12 +281,18 @@ func (rn *run) buildOffers() {
 // fairStage offers each agent's free resources to roles in weighted DRF
 // order and, within a role, to its frameworks in DRF order; the first
 // eligible framework that has not filtered them takes all the role may
-// have.
+// have. Frameworks with SHARED_RESOURCES are also offered the agent's
+// shared resources not yet offered in this run (shared.go), even while in
+// use: an agent with nothing else free is still visited for them.
 func (rn *run) fairStage(agents []*agent) {
 	c := rn.c
 	for _, a := range agents {
 		rn.touch(a)
-		if !a.active || !a.freeQ.positive() {
+		if !a.active {
+			continue
+		}
+		shared := rn.sharedLeft(a)
+		if !a.freeQ.positive() && shared.IsEmpty() {
 			continue
 		}
 		roles := rn.roles()
@@ -287,34 +303,58 @@ func (rn *run) fairStage(agents []*agent) {
 			}
 			res, q, uq, whole := c.allocatable(a, r.name, rn.qbuf)
 			rn.qbuf = q
-			if !q.positive() {
-				continue
-			}
-			if rn.quota != nil {
+			if q.positive() && rn.quota != nil {
 				cp := rn.quota.fairCap(r.name)
 				if cp != nil {
 					res, q, uq, whole = c.chop(res, q, uq, cp, whole)
 				}
 			}
+			sh := c.sharedFor(shared, r.name, q)
+			if !q.positive() && sh.res.IsEmpty() {
+				continue
+			}
 			minOK := c.minAllocatableOK(q)
-			if c.skipBelowMin(minOK) {
+			if c.skipBelowMin(minOK) && c.skipBelowMin(sh.minOK) {
 				continue
 			}
 			it := rn.frameworks(r.fws)
 			for n := it.next(); n != nil; n = it.next() {
-				if !offerable(n, a) || !admits(n, a, q, minOK) || filtered(n, a, q, rn.now) {
+				ores, oq, ominOK, withShared := sh.pick(n, res, q, minOK)
+				if !oq.positive() || !offerable(n, a) || !admits(n, a, oq, ominOK) || filtered(n, a, oq, rn.now) {
 					continue
 				}
-				if !whole && !exhausts(a, q) {
+				left := shared
+				if withShared {
+					left = shared.Subtract(sh.res)
+				}
+				if (!whole && !exhausts(a, q)) || !left.IsEmpty() {
 					// The agent will have more for the roles after this
 					// one, which are offered in the order of before the
 					// allocation: fix it before the tree changes.
 					roles.freeze()
 				}
-				rn.give(a, n, r.name, res, q, uq, whole)
-				break
+				rn.give(a, n, r.name, ores, q, uq, whole)
+				if withShared {
+					rn.offeredShared(a, sh.res)
+					shared = left
+				}
+				if withShared || sh.res.IsEmpty() {
+					break
+				}
+				// The framework may not have the role's shared resources:
+				// as in Mesos, the role's other frameworks may still be
+				// offered them alone (if that is allocatable to them).
+				// The sorter changed: start its reading again (the
+				// framework just served now has nothing to take).
+				res, q, uq, whole = resources.Resources{}, nil, nil, false
+				minOK = c.minAllocatableOK(nil)
+				sh = c.sharedFor(shared, r.name, nil)
+				if c.skipBelowMin(sh.minOK) {
+					break
+				}
+				it = rn.frameworks(r.fws)
 			}
-			if !a.freeQ.positive() {
+			if !a.freeQ.positive() && shared.IsEmpty() {
 				break
 			}
 		}

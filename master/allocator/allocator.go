@@ -90,6 +90,13 @@ type Allocator interface {
 	// hold there) changes nothing and is counted in the metric
 	// allocator/mesos/allocation_updates_rejected. Several operations of
 	// one ACCEPT may be passed one call each, in order.
+	//
+	// One exception, as in Mesos: an empty from with to made of shared
+	// resources adds copies of them to the framework's allocation (tasks
+	// of one ACCEPT used a shared volume more times than its offers held
+	// it). Each must be in the agent's total and already held by the
+	// framework there; each copy comes back with RecoverResources when
+	// its task ends.
 	UpdateAllocation(frameworkID, agentID string, from, to resources.Resources)
 
 	// UpdateUnavailability sets the unavailability of the agent's machine

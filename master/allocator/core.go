@@ -109,13 +109,16 @@ type agent struct {
 	gpu      bool
 	removed  bool
 	cand     bool // in core.candBits
-	slot     int  // index in core.slots
+	// hasShared: the total holds shared resources (shared below; read on
+	// every visit, so kept with the hot flags, in their padding).
+	hasShared bool
+	slot      int // index in core.slots
 
 	freeQ         qv
 	freeQBuf      [4]int64 // storage of freeQ, next to active (read together first)
 	freeUnresQ    qv       // unreserved part of freeQ
 	freeUnresQBuf [4]int64
-	free          resources.Resources // total minus allocated (non-revocable)
+	free          resources.Resources // total minus allocated (non-revocable, non-shared)
 
 	// alloc holds non-revocable allocations (offered or in use), by
 	// framework ID and role, without allocation info.
@@ -140,6 +143,15 @@ type agent struct {
 	total  resources.Resources // non-revocable
 	totalQ qv
 	resvQ  map[string]qv // reserved scalars of total by reservation role (nil: none)
+
+	// shared holds the total's shared resources (persistent volumes of
+	// SHARED_RESOURCES frameworks), one copy each. As in Mesos they are
+	// never part of free: they may be offered while in use, each at most
+	// once per run (sharedOff holds what run sharedRun offered), and only
+	// to frameworks with SHARED_RESOURCES (shared.go).
+	shared    resources.Resources
+	sharedRun uint64
+	sharedOff resources.Resources
 
 	revTotal   resources.Resources // oversub plus idle reservations, computed per run
 	revAlloc   allocSet
@@ -173,6 +185,7 @@ type framework struct {
 	suppressed map[string]bool
 	revocable  bool
 	gpu        bool
+	shared     bool // SHARED_RESOURCES: may be offered shared resources
 	// constraints are its offer constraints (nil: none); minAlloc its
 	// FrameworkInfo.offer_filters' minimum allocatable quantities by role
 	// (a role present replaces --min_allocatable_resources for it).
@@ -438,7 +451,8 @@ func refreshOfferable(f *framework) {
 // an agent out touches no other agent (a swap-remove would move another,
 // a cache miss in the middle of a run).
 func (c *core) refreshCand(a *agent) {
-	want := a.freeQ.positive() || !a.oversub.IsEmpty() || !a.revAllocd.IsEmpty() || (c.idleResvd && a.reserved)
+	// Shared resources may be offered every run, even while in use.
+	want := a.freeQ.positive() || a.hasShared || !a.oversub.IsEmpty() || !a.revAllocd.IsEmpty() || (c.idleResvd && a.reserved)
 	if a.removed {
 		want = false
 	}
@@ -506,7 +520,16 @@ func (c *core) forgetRevoking(a *agent, fid string) {
 // framework sorter grow.
 // whole says res is all of a.free (saves a subtraction in the hot loop).
 // n, if not nil, is f's node in role rn's sorter (saves lookups).
+//
+// q and unresQ are the quantities of res's non-shared part: shared
+// resources never leave the free pool (it does not hold them), and they
+// count in shares once per holder (chargeShared).
 func (c *core) track(a *agent, f *framework, rn string, n *drfNode, res resources.Resources, q qv, unresQ qv, whole bool) {
+	var before sharedHeld
+	shared := res.HasShared()
+	if shared {
+		before = c.sharedHeldBy(a, f.id, rn)
+	}
 	if a.alloc.add(f.id, rn, res, q, unresQ) {
 		f.nalloc++
 	}
@@ -523,6 +546,9 @@ func (c *core) track(a *agent, f *framework, rn string, n *drfNode, res resource
 	}
 	n.owner.leaf.change(q, +1, c.totalQ)
 	n.change(q, +1, c.totalQ)
+	if shared {
+		c.chargeShared(a, f.id, rn, n, before)
+	}
 }
 
 // untrack is the inverse of track for res ⊆ a.alloc[f][rn].
@@ -530,8 +556,19 @@ func (c *core) track(a *agent, f *framework, rn string, n *drfNode, res resource
 // When res is the whole entry, its stored quantities save recomputing them.
 // It returns the quantities of res; they may live in a's allocation set's
 // spare storage, valid until the next allocation on a.
+//
+// Shared resources in res leave the allocation but are not added to the
+// free pool (they are never in it); the quantities returned are those of
+// res's non-shared part.
 func (c *core) untrack(a *agent, f *framework, rn string, res resources.Resources) (qv, *drfNode) {
 	var q, uq qv
+	var before sharedHeld
+	shared := res.HasShared()
+	freed := res
+	if shared {
+		before = c.sharedHeldBy(a, f.id, rn)
+		freed = res.NonShared()
+	}
 	if i := a.alloc.find(f.id, rn); i >= 0 && a.alloc[i].q != nil && a.alloc[i].res.Equal(res) {
 		q, uq = a.alloc[i].q, a.alloc[i].uq
 		a.alloc.sub(f.id, rn, res, true)
@@ -540,16 +577,16 @@ func (c *core) untrack(a *agent, f *framework, rn string, res resources.Resource
 		if a.alloc.sub(f.id, rn, res, false) {
 			f.nalloc--
 		}
-		q = c.names.vecOf(res)
+		q = c.names.vecOf(freed)
 		uq = q
 		if a.reserved {
-			uq = c.names.vecOf(res.Unreserved())
+			uq = c.names.vecOf(freed.Unreserved())
 		}
 	}
 	if a.free.IsEmpty() {
-		a.free = res
+		a.free = freed
 	} else {
-		a.free = a.free.Add(res)
+		a.free = a.free.Add(freed)
 	}
 	a.freeQ = a.freeQ.add(q)
 	a.freeUnresQ = a.freeUnresQ.add(uq)
@@ -568,6 +605,9 @@ func (c *core) untrack(a *agent, f *framework, rn string, res resources.Resource
 		r.leaf.change(q, -1, c.totalQ)
 		if n != nil {
 			n.change(q, -1, c.totalQ)
+		}
+		if shared {
+			c.chargeShared(a, f.id, rn, n, before)
 		}
 		c.maybeDropFwNode(f, r)
 	}

@@ -52,6 +52,7 @@ func (c *core) setFrameworkInfo(f *framework, info *mesos.FrameworkInfo, opts Fr
 	f.minAlloc = c.frameworkMinAllocatable(info)
 	f.revocable = hasCapability(info, mesos.FrameworkInfo_Capability_REVOCABLE_RESOURCES)
 	f.gpu = hasCapability(info, mesos.FrameworkInfo_Capability_GPU_RESOURCES)
+	f.shared = hasCapability(info, mesos.FrameworkInfo_Capability_SHARED_RESOURCES)
 	old := f.roleSet
 	f.roles = frameworkRoles(info)
 	f.roleSet = map[string]bool{}
@@ -109,14 +110,17 @@ func clearFilters(f *framework, rn string) {
 func (c *core) trackUsed(a *agent, f *framework, res resources.Resources) {
 	nonRev := res.NonRevocable()
 	for rn, part := range c.splitUsed(f, nonRev) {
-		part = intersect(a.free, part) // never more than exists
+		// Never more than exists: of non-shared resources what is free,
+		// of shared ones (used by several at once) what the total has.
+		own := intersect(a.free, part.NonShared())
+		part = own.Add(part.SharedIn(a.total))
 		if part.IsEmpty() {
 			continue
 		}
-		q := c.names.vecOf(part)
+		q := c.names.vecOf(own)
 		uq := q
 		if a.reserved {
-			uq = c.names.vecOf(part.Unreserved())
+			uq = c.names.vecOf(own.Unreserved())
 		}
 		c.track(a, f, rn, nil, part, q, uq, false)
 	}
@@ -247,6 +251,10 @@ func (c *core) addAgent(id string, info *mesos.AgentInfo, total resources.Resour
 	c.setTotal(a, total.NonRevocable())
 	a.free = a.total
 	a.setFree(a.totalQ, c.unreservedQ(a, a.total))
+	if a.hasShared {
+		a.free = a.total.NonShared()
+		a.setFree(c.names.vecOf(a.free), c.unreservedQ(a, a.free))
+	}
 	c.agentSeq++
 	a.seq = c.agentSeq
 	c.addSlot(a)
@@ -266,6 +274,7 @@ func (c *core) setTotal(a *agent, total resources.Resources) {
 	c.totalQ = c.totalQ.sub(a.totalQ)
 	a.total = total
 	a.totalQ = c.names.vecOf(total)
+	a.setShared(total)
 	a.reserved = !total.Unreserved().Equal(total)
 	a.resvQ = nil
 	delete(c.resvAgents, a)
@@ -347,7 +356,7 @@ func (c *core) updateAgent(id string, info *mesos.AgentInfo, total resources.Res
 	}
 	c.setTotal(a, total.NonRevocable())
 	c.fitAllocations(a)
-	free := a.total
+	free := a.total.NonShared()
 	for _, x := range a.alloc {
 		free = free.Subtract(x.res)
 	}
@@ -367,14 +376,26 @@ func (c *core) updateAgent(id string, info *mesos.AgentInfo, total resources.Res
 // twice: when the master hands the old form back, only what is still held
 // is recovered), and the master is asked to rescind that framework's
 // offers on the agent (Options.Rescind), which may hold the old form.
+//
+// Shared resources are held by several at once: an entry's copies fit
+// while the total has the resource at all.
 func (c *core) fitAllocations(a *agent) {
-	left := a.total
+	left := a.total.NonShared()
 	for _, x := range a.alloc.sorted() {
 		fit := x.res
-		if !left.Contains(x.res) {
-			fit = intersect(left, x.res)
+		if x.res.HasShared() {
+			own := x.res.NonShared()
+			if !left.Contains(own) {
+				own = intersect(left, own)
+			}
+			left = left.Subtract(own)
+			fit = own.Add(x.res.SharedIn(a.total))
+		} else {
+			if !left.Contains(x.res) {
+				fit = intersect(left, x.res)
+			}
+			left = left.Subtract(fit)
 		}
-		left = left.Subtract(fit)
 		if fit.Equal(x.res) {
 			continue
 		}
@@ -485,7 +506,9 @@ func (c *core) recoverResources(fid, aid string, res resources.Resources, filter
 			n = c.fwNode(f, r)
 		}
 		q := g.q
-		if q == nil {
+		if q == nil || g.res.HasShared() {
+			// g.q leaves shared resources out; the filter must cover
+			// what was offered, them included (Mesos's isFiltered).
 			q = c.names.vecOf(g.res)
 		}
 		addFilter(n, a, q, now.Add(d))

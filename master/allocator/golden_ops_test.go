@@ -19,7 +19,13 @@ import (
 //	                               reservation it is a refinement)
 //	unreserve FW AGENT ROLE        every dynamic reservation of ROLE in the offer
 //	                               (not volumes) loses its top reservation
-//	create FW AGENT ROLE ID MB     a volume ID of MB out of disk reserved to ROLE
+//	create FW AGENT ROLE ID MB [shared]   a volume ID of MB out of disk reserved
+//	                               to ROLE (shared: a shared volume)
+//	use FW AGENT ID                a task of FW uses one copy of volume ID: the
+//	                               copy its offer on AGENT holds, else (the
+//	                               offer's copy is used already) the master adds
+//	                               one (UpdateAllocation from nothing)
+//	release FW AGENT ID            a task using volume ID ended: one copy back
 //	destroy FW AGENT ID            volume ID back to plain reserved disk
 //	grow|shrink FW AGENT ID MB     volume ID by MB (GROW_VOLUME takes plain disk
 //	                               of the volume's reservation; SHRINK_VOLUME
@@ -71,9 +77,30 @@ func (h *harness) execOperation(cmd string, args []string) (bool, error) {
 		if perr != nil {
 			return true, fmt.Errorf("create: size %q: %v", args[4], perr)
 		}
+		shared := len(args) > 5 && args[5] == "shared"
 		err = h.convertEach(args[0], args[1], func(r resources.Resources) (resources.Resources, resources.Resources) {
-			return volume(r, args[2], args[3], mb)
+			return volume(r, args[2], args[3], mb, shared)
 		})
+	case "use":
+		if err = need(3); err != nil {
+			return true, err
+		}
+		err = h.useVolume(args[0], args[1], args[2])
+	case "release":
+		if err = need(3); err != nil {
+			return true, err
+		}
+		u := nested(h.used, args[0], args[1])
+		for _, role := range sortedKeys(u) {
+			v := oneCopy(u[role], args[2])
+			if v.IsEmpty() {
+				continue
+			}
+			u[role] = u[role].Subtract(v)
+			h.c.recoverResources(args[0], args[1], h.tagged(args[0], role, v), nil, h.now)
+			return true, nil
+		}
+		return true, fmt.Errorf("release: %s uses no volume %s on %s", args[0], args[2], args[1])
 	case "destroy":
 		if err = need(3); err != nil {
 			return true, err
@@ -166,7 +193,7 @@ func topDynamic(p *mesos.Resource, role string) bool {
 // volume carves a persistent volume id of mb out of r's disk reserved to
 // role (without disk info): from is that much plain reserved disk, to the
 // volume.
-func volume(r resources.Resources, role, id string, mb float64) (from, to resources.Resources) {
+func volume(r resources.Resources, role, id string, mb float64, shared bool) (from, to resources.Resources) {
 	for _, p := range r.Proto() {
 		if p.GetName() != "disk" || p.GetDisk() != nil || reservationRole(p) != role || p.GetScalar().GetValue() < mb {
 			continue
@@ -180,6 +207,9 @@ func volume(r resources.Resources, role, id string, mb float64) (from, to resour
 		v.Disk = &mesos.Resource_DiskInfo{
 			Persistence: &mesos.Resource_DiskInfo_Persistence{Id: proto.String(id), Principal: proto.String("ops")},
 			Volume:      &mesos.Volume{ContainerPath: proto.String(id), Mode: mesos.Volume_RW.Enum()},
+		}
+		if shared {
+			v.Shared = &mesos.Resource_SharedInfo{}
 		}
 		t, err := resources.New(v)
 		if err != nil {
@@ -228,11 +258,11 @@ func resize(r resources.Resources, id string, mb float64, grow bool) (from, to r
 	return v, n.Add(d)
 }
 
-// withoutDisk strips disk info (DESTROY).
+// withoutDisk strips disk info and sharing (DESTROY).
 func withoutDisk(r resources.Resources) resources.Resources {
 	ps := r.Proto()
 	for _, p := range ps {
-		p.Disk = nil
+		p.Disk, p.Shared = nil, nil
 	}
 	out, err := resources.New(ps...)
 	if err != nil {
@@ -291,4 +321,51 @@ func (h *harness) convertIn(fw, agent, role string, from, to resources.Resources
 	byRole[role] = byRole[role].Subtract(from).Add(to)
 	h.say("converted %s -> %s", from, to)
 	return nil
+}
+
+// oneCopy returns one copy of volume id from r (empty if r has none).
+func oneCopy(r resources.Resources, id string) resources.Resources {
+	for _, p := range r.Proto() {
+		if p.GetDisk().GetPersistence().GetId() == id {
+			v, err := resources.New(p)
+			if err == nil {
+				return v
+			}
+		}
+	}
+	return resources.Resources{}
+}
+
+// useVolume is the "use" command: a task takes a copy of volume id from
+// fw's offer on agent, or, once the offer's copy is taken (a second task of
+// the same ACCEPT), the master adds a copy to the allocation.
+func (h *harness) useVolume(fw, agent, id string) error {
+	byRole := nested(h.outstanding, fw, agent)
+	u := nested(h.used, fw, agent)
+	for _, role := range sortedKeys(byRole) {
+		v := oneCopy(byRole[role], id)
+		if v.IsEmpty() {
+			continue
+		}
+		byRole[role] = byRole[role].Subtract(v)
+		u[role] = u[role].Add(v)
+		h.say("uses offered %s", v)
+		return nil
+	}
+	for _, role := range sortedKeys(u) {
+		v := oneCopy(u[role], id)
+		if v.IsEmpty() {
+			continue
+		}
+		before := h.c.updatesRejected
+		h.c.updateAllocation(fw, agent, resources.Resources{}, h.tagged(fw, role, v))
+		if h.c.updatesRejected != before {
+			h.say("rejected: %s", h.c.lastRejected)
+			return nil
+		}
+		u[role] = u[role].Add(v)
+		h.say("added copy %s", v)
+		return nil
+	}
+	return fmt.Errorf("use: %s holds no volume %s on %s", fw, id, agent)
 }

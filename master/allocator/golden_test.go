@@ -31,7 +31,7 @@ var update = flag.Bool("update", false, "rewrite golden transcripts in testdata"
 //	add-agent ID RES [used=FW:RES]... [attr=NAME:VALUE]... [region=R zone=Z]
 //	remove-agent|activate-agent|deactivate-agent ID
 //	update-agent ID RES
-//	oversubscribed ID RES            (RES made revocable)
+//	oversubscribed ID RES            (RES made revocable with throttle_info, as the master does)
 //	add-framework ID [role=R] [roles=R1,R2 (MULTI_ROLE)] [caps=C1,C2] [inactive] [suppressed=R1,R2]
 //	remove-framework|activate-framework|deactivate-framework ID
 //	update-framework ID [role=...] [roles=...] [caps=...] [suppressed=...]
@@ -307,11 +307,13 @@ func (h *harness) exec(line string) error {
 		}
 		h.c.updateAgent(args[0], nil, r)
 	case "oversubscribed":
-		r, err := parseRes("rev:" + args[1])
+		r, err := resources.Parse(args[1], "*")
 		if err != nil {
 			return err
 		}
-		h.c.updateOversubscribed(args[0], r)
+		// As the master passes an agent's UPDATE_RESOURCES estimate:
+		// throttle-able slack.
+		h.c.updateOversubscribed(args[0], r.AsThrottleable())
 	case "add-framework":
 		a := kv(args[1:])
 		_, inactive := a["inactive"]
@@ -429,7 +431,11 @@ func (h *harness) exec(line string) error {
 		}
 	case "state":
 		for _, a := range h.c.agentList {
-			h.say("agent %s free %s", a.id, h.c.names.format(a.freeQ))
+			if a.shared.IsEmpty() {
+				h.say("agent %s free %s", a.id, h.c.names.format(a.freeQ))
+			} else {
+				h.say("agent %s free %s shared %s", a.id, h.c.names.format(a.freeQ), a.shared)
+			}
 			for _, x := range a.alloc.sorted() {
 				h.say("  %s %s %s", x.fw, x.role, x.res)
 			}

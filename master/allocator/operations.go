@@ -46,6 +46,11 @@ func (c *core) convert(a *agent, f *framework, from, to resources.Resources) err
 	if !from.Revocable().IsEmpty() || !to.Revocable().IsEmpty() {
 		return errors.New("revocable resources cannot be converted")
 	}
+	if from.IsEmpty() && to.HasShared() {
+		// More copies of shared resources the framework was offered
+		// (tasks of one ACCEPT used more than its offers held).
+		return c.addSharedCopies(a, f, to)
+	}
 	rn, err := c.conversionRole(a, f, from, to)
 	if err != nil {
 		return err
@@ -57,8 +62,15 @@ func (c *core) convert(a *agent, f *framework, from, to resources.Resources) err
 	if !a.total.Contains(fromU) {
 		return fmt.Errorf("agent %s total %s does not hold %s", a.id, a.total, fromU)
 	}
+	shared := fromU.HasShared() || toU.HasShared()
+	var before sharedHeld
+	var ownBefore qv
 	i := a.alloc.find(f.id, rn)
 	e := &a.alloc[i] // conversionRole found it
+	if shared {
+		before = c.sharedHeldBy(a, f.id, rn)
+		ownBefore = c.names.vecOf(e.res.NonShared())
+	}
 	e.res = e.res.Subtract(fromU).Add(toU)
 	e.taggedOK = false
 	// The cluster's quantities do not change, so shares need no resort
@@ -66,7 +78,24 @@ func (c *core) convert(a *agent, f *framework, from, to resources.Resources) err
 	dirty := c.totalDirty
 	c.setTotal(a, a.total.Subtract(fromU).Add(toU))
 	c.totalDirty = dirty
-	if e.q != nil {
+	if shared {
+		// A volume became shared or stopped being shared: the same
+		// quantities overall, but the non-shared part (the entry's
+		// vectors) moved, and shared resources count once per holder.
+		own := c.names.vecOf(e.res.NonShared())
+		e.q = append(e.q[:0], own...)
+		e.uq = append(e.uq[:0], c.names.vecOf(e.res.NonShared().Unreserved())...)
+		n := f.nodes[rn]
+		if d := own.clone().sub(ownBefore); !d.isZero() {
+			if r := c.roles[rn]; r != nil {
+				r.leaf.adjust(d, c.totalQ)
+			}
+			if n != nil {
+				n.adjust(d, c.totalQ)
+			}
+		}
+		c.chargeShared(a, f.id, rn, n, before)
+	} else if e.q != nil {
 		// Same quantities; only the unreserved part may have moved.
 		e.uq = append(e.uq[:0], c.names.vecOf(e.res.Unreserved())...)
 	}

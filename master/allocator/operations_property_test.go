@@ -56,7 +56,11 @@ func TestPropertyUpdateAllocationConserves(t *testing.T) {
 		for i, role := range []string{"db", "db/web", "other"} {
 			id := fmt.Sprintf("f%d", i)
 			fws[id] = role
-			c.addFramework(id, &mesos.FrameworkInfo{Role: proto.String(role)}, nil, true, FrameworkOptions{})
+			info := &mesos.FrameworkInfo{Role: proto.String(role)}
+			if rapid.Bool().Draw(t, "sharedCapable") {
+				info.Capabilities = []*mesos.FrameworkInfo_Capability{{Type: mesos.FrameworkInfo_Capability_SHARED_RESOURCES.Enum()}}
+			}
+			c.addFramework(id, info, nil, true, FrameworkOptions{})
 		}
 		if rapid.Bool().Draw(t, "quota") {
 			// The quota stage runs and allocates reserved and unreserved
@@ -76,6 +80,9 @@ func TestPropertyUpdateAllocationConserves(t *testing.T) {
 						for agent, r := range byAgent {
 							if !r.AllocatableTo(role).Equal(r) {
 								t.Fatalf("offer %s to %s in role %s holds resources reserved elsewhere", r, fw, role)
+							}
+							if r.HasShared() && !c.frameworks[fw].shared {
+								t.Fatalf("offer %s to %s holds shared resources but it lacks SHARED_RESOURCES", r, fw)
 							}
 							if outstanding[fw] == nil {
 								outstanding[fw] = map[string]resources.Resources{}
@@ -133,7 +140,7 @@ func TestPropertyUpdateAllocationConserves(t *testing.T) {
 					continue
 				}
 				offer := outstanding[fw][agent]
-				from, to, valid := drawConversion(t, offer, fws[fw])
+				from, to, valid := drawConversion(t, offer, fws[fw], c.agents[agent].total)
 				before := snapshot(c)
 				rejected := c.updatesRejected
 				c.updateAllocation(fw, agent, from, to)
@@ -177,7 +184,11 @@ func TestPropertyUpdateAllocationConserves(t *testing.T) {
 // drawConversion draws an operation on offer by a framework of role:
 // valid ones convert part of it in place; invalid ones do not conserve
 // quantities or name what is not held.
-func drawConversion(t *rapid.T, offer resources.Resources, role string) (from, to resources.Resources, valid bool) {
+//
+// Volumes may be shared; a shared volume is created only under a
+// persistence ID the agent does not have (the master refuses duplicates:
+// two identical shared volumes would be one resource held twice).
+func drawConversion(t *rapid.T, offer resources.Resources, role string, total resources.Resources) (from, to resources.Resources, valid bool) {
 	switch rapid.IntRange(0, 8).Draw(t, "kind") {
 	case 7, 8: // GROW_VOLUME or SHRINK_VOLUME of some volume
 		for _, p := range offer.Proto() {
@@ -202,11 +213,17 @@ func drawConversion(t *rapid.T, offer resources.Resources, role string) (from, t
 		from = offer.Filter(func(p *mesos.Resource) bool { return topDynamic(p, role) && p.GetDisk().GetPersistence() == nil })
 		return from, from.PopReservation(), true
 	case 3: // CREATE a volume on reserved disk
-		from, to = volume(offer, role, fmt.Sprintf("v%d", rapid.IntRange(0, 9).Draw(t, "vid")), 64)
+		id := fmt.Sprintf("v%d", rapid.IntRange(0, 9).Draw(t, "vid"))
+		shared := rapid.Bool().Draw(t, "shared") &&
+			total.Filter(func(p *mesos.Resource) bool { return p.GetDisk().GetPersistence().GetId() == id }).IsEmpty()
+		from, to = volume(offer, role, id, 64, shared)
 		return from, to, true
 	case 4: // DESTROY a volume
 		from = offer.Filter(func(p *mesos.Resource) bool { return p.GetDisk().GetPersistence() != nil })
-		return from, withoutDisk(from), true
+		// Several copies of a shared volume (offered in several runs)
+		// are not one volume to destroy: the agent has it once.
+		once, _ := resources.New(from.Proto()...)
+		return from, withoutDisk(from), once.Equal(from)
 	case 5: // creates resources
 		from = intersect(offer, resources.MustParse("cpus:1"))
 		if from.IsEmpty() {

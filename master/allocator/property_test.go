@@ -243,12 +243,18 @@ func contains(xs []string, x string) bool {
 // allocated equals the total, nothing negative.
 func checkInternal(t *rapid.T, c *core) {
 	for _, a := range c.agentList {
-		sum := a.freeQ.clone()
+		// Shared resources are kept apart from the free pool (one copy
+		// each, offerable while in use); allocation entries may hold
+		// several copies of them.
+		sum := a.freeQ.clone().add(c.names.vecOf(a.shared))
 		for _, x := range a.alloc {
-			sum = sum.add(c.names.vecOf(x.res))
+			sum = sum.add(c.names.vecOf(x.res.NonShared()))
 		}
 		if !sameVec(sum, a.totalQ) {
-			t.Fatalf("agent %s: free %v + allocated != total %v", a.id, a.freeQ, a.totalQ)
+			t.Fatalf("agent %s: free %v + shared %s + allocated != total %v", a.id, a.freeQ, a.shared, a.totalQ)
+		}
+		if a.free.HasShared() || !a.shared.Equal(a.total.Shared()) {
+			t.Fatalf("agent %s: free %s, shared %s, total %s", a.id, a.free, a.shared, a.total)
 		}
 		for _, x := range a.freeQ {
 			if x < 0 {
@@ -260,6 +266,49 @@ func checkInternal(t *rapid.T, c *core) {
 		}
 	}
 	checkCachedBits(t, c)
+	checkShares(t, c)
+}
+
+// checkShares checks the sorters' allocations against a naive sum of the
+// allocation entries: a framework's node in a role holds the quantities of
+// its entries in that role (vecOf counts a shared resource once per entry,
+// however many copies), a role's leaf those of its frameworks' entries with
+// each shared resource counted once per agent (Mesos's sorter: once per
+// client and agent).
+func checkShares(t *rapid.T, c *core) {
+	node := map[*drfNode]qv{}
+	leaf := map[*drfNode]qv{}
+	for _, a := range c.agentList {
+		roleShared := map[string]resources.Resources{}
+		for _, x := range a.alloc {
+			f := c.frameworks[x.fw]
+			r := c.roles[x.role]
+			if f == nil || r == nil {
+				t.Fatalf("agent %s: entry of unknown framework %s or role %s", a.id, x.fw, x.role)
+			}
+			if n := f.nodes[x.role]; n != nil {
+				node[n] = node[n].add(c.names.vecOf(x.res))
+			}
+			leaf[r.leaf] = leaf[r.leaf].add(c.names.vecOf(x.res.NonShared()))
+			roleShared[x.role] = roleShared[x.role].Add(x.res.Shared())
+		}
+		for rn, sh := range roleShared {
+			l := c.roles[rn].leaf
+			leaf[l] = leaf[l].add(c.names.vecOf(sh))
+		}
+	}
+	for _, f := range c.frameworks {
+		for rn, n := range f.nodes {
+			if !sameVec(n.alloc, node[n]) {
+				t.Fatalf("framework %s role %s: node holds %v, its entries %v", f.id, rn, n.alloc, node[n])
+			}
+		}
+	}
+	for rn, r := range c.roles {
+		if !sameVec(r.leaf.alloc, leaf[r.leaf]) {
+			t.Fatalf("role %s: leaf holds %v, its entries %v", rn, r.leaf.alloc, leaf[r.leaf])
+		}
+	}
 }
 
 // checkCachedBits checks the summaries the core keeps beside the data
@@ -282,7 +331,8 @@ func checkCachedBits(t *rapid.T, c *core) {
 			}
 		}
 		for _, x := range a.alloc {
-			if x.q != nil && (!sameVec(x.q, c.names.vecOf(x.res)) || !sameVec(x.uq, c.names.vecOf(x.res.Unreserved()))) {
+			own := x.res.NonShared() // entries keep the non-shared part's quantities
+			if x.q != nil && (!sameVec(x.q, c.names.vecOf(own)) || !sameVec(x.uq, c.names.vecOf(own.Unreserved()))) {
 				t.Fatalf("agent %s: %s in %s holds %s but keeps quantities %v, unreserved %v", a.id, x.fw, x.role, x.res, x.q, x.uq)
 			}
 		}

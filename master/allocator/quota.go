@@ -3,9 +3,11 @@ package allocator
 import (
 	"math"
 
-	"mezzo/api/mesos"
 	"sort"
 	"strings"
+
+	"mezzo/api/mesos"
+	"mezzo/resources"
 )
 
 // quotaRun holds the quota bookkeeping of one allocation run.
@@ -79,6 +81,21 @@ func (c *core) newQuotaRun(agents []*agent) *quotaRun {
 			if rq.positive() {
 				qr.resvAlloc[x.role] = qr.resvAlloc[x.role].add(rq)
 			}
+		}
+		// The tree counts shared resources (reserved, as every volume)
+		// once per role and agent; entries' quantities leave them out.
+		var roleShared map[string]resources.Resources
+		for i := range a.alloc {
+			x := &a.alloc[i]
+			if x.res.HasShared() {
+				if roleShared == nil {
+					roleShared = map[string]resources.Resources{}
+				}
+				roleShared[x.role] = roleShared[x.role].Add(x.res.Shared())
+			}
+		}
+		for rn, sh := range roleShared {
+			qr.resvAlloc[rn] = qr.resvAlloc[rn].add(c.names.vecOf(sh.Reserved()))
 		}
 	}
 	names := make([]string, 0, len(qr.guar))
@@ -344,16 +361,23 @@ func (rn *run) quotaStage(agents []*agent) {
 				continue
 			}
 			res, q, uq, whole = c.chop(res, q, uq, qr.guaranteeCap(r.name), whole)
+			// Shared resources go with the guarantees to frameworks that
+			// may have them (as Mesos's first stage), once per run.
+			sh := c.sharedFor(rn.sharedLeft(a), r.name, q)
 			minOK := c.minAllocatableOK(q)
-			if c.skipBelowMin(minOK) {
+			if c.skipBelowMin(minOK) && c.skipBelowMin(sh.minOK) {
 				continue
 			}
 			it := rn.frameworks(r.fws)
 			for n := it.next(); n != nil; n = it.next() {
-				if !offerable(n, a) || !admits(n, a, q, minOK) || filtered(n, a, q, rn.now) {
+				ores, oq, ominOK, withShared := sh.pick(n, res, q, minOK)
+				if !offerable(n, a) || !admits(n, a, oq, ominOK) || filtered(n, a, oq, rn.now) {
 					continue
 				}
-				rn.give(a, n, r.name, res, q, uq, whole)
+				rn.give(a, n, r.name, ores, q, uq, whole)
+				if withShared {
+					rn.offeredShared(a, sh.res)
+				}
 				break
 			}
 			if !a.freeQ.positive() {

@@ -1,9 +1,6 @@
 package allocator
 
-import (
-	"mezzo/api/mesos"
-	"mezzo/resources"
-)
+import "mezzo/resources"
 
 // revocableStage is the third stage (oversubscription-for-reservation
 // design, Option 1): a separate role sorter and per-role framework sorters
@@ -23,7 +20,7 @@ func (rn *run) revocableStage(agents []*agent) {
 		}
 		total := a.oversub
 		if c.idleResvd && a.reserved && a.active {
-			total = total.Add(idleAsRevocable(a.free))
+			total = total.Add(a.free.AsLent())
 		}
 		if !a.active {
 			total = resources.Resources{}
@@ -108,31 +105,6 @@ func (rn *run) rescindExcess(a *agent) {
 		excess = excess.Subtract(part)
 		rn.res.rescinds = append(rn.res.rescinds, request{framework: fid, agent: a.id, res: part})
 	}
-}
-
-// idleAsRevocable turns unallocated reserved resources into unreserved
-// revocable ones for lending.
-func idleAsRevocable(free resources.Resources) resources.Resources {
-	var out []*mesos.Resource
-	for _, p := range free.Proto() {
-		if !isReserved(p) || p.GetDisk() != nil || p.GetShared() != nil {
-			continue
-		}
-		p.Reservations = nil
-		p.Reservation = nil
-		p.Role = nil
-		p.AllocationInfo = nil
-		p.Revocable = &mesos.Resource_RevocableInfo{}
-		out = append(out, p)
-	}
-	if len(out) == 0 {
-		return resources.Resources{}
-	}
-	r, err := resources.New(out...)
-	if err != nil {
-		return resources.Resources{}
-	}
-	return r
 }
 
 func sameVec(a, b qv) bool { return a.leq(b) && b.leq(a) }

@@ -182,6 +182,17 @@ func (p *drfNode) removeKid(k *drfNode) {
 // their shares against total and moving each to its new place among its
 // siblings. count is bumped on allocation (sign > 0).
 func (n *drfNode) change(delta qv, sign int, total qv) {
+	n.move(delta, sign, sign > 0, total)
+}
+
+// adjust adds delta (whose components may be negative) to n's and its
+// ancestors' allocations without counting an allocation: a correction of
+// how shared resources are counted (chargeShared), not a new allocation.
+func (n *drfNode) adjust(delta qv, total qv) {
+	n.move(delta, +1, false, total)
+}
+
+func (n *drfNode) move(delta qv, sign int, count bool, total qv) {
 	for x := n; x != nil; x = x.parent {
 		p := x.parent
 		i := -1
@@ -190,7 +201,9 @@ func (n *drfNode) change(delta qv, sign int, total qv) {
 		}
 		if sign > 0 {
 			x.alloc = x.alloc.add(delta)
-			x.count++
+			if count {
+				x.count++
+			}
 		} else {
 			x.alloc = x.alloc.sub(delta)
 		}

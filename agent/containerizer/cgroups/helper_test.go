@@ -5,11 +5,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // The test binary doubles as the containers' program: with
@@ -65,6 +68,27 @@ func helperMain(mode string) int {
 			keep = append(keep, b)
 		}
 		fmt.Println("allocated", len(keep), "MB")
+		time.Sleep(time.Hour)
+	case "spin":
+		// Burn CPU on one pinned CPU until a wall-clock deadline, then
+		// idle: two of these compete for that CPU by their cgroups' shares.
+		runtime.LockOSThread()
+		var set unix.CPUSet
+		cpu, _ := strconv.Atoi(os.Getenv("MEZZO_CGTEST_CPU"))
+		set.Set(cpu)
+		if err := unix.SchedSetaffinity(0, &set); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 3
+		}
+		until, _ := strconv.ParseInt(os.Getenv("MEZZO_CGTEST_UNTIL"), 10, 64)
+		x := 0
+		for time.Now().UnixNano() < until {
+			for i := 0; i < 100_000; i++ {
+				x++
+			}
+		}
+		runtime.UnlockOSThread()
+		os.WriteFile(os.Getenv("MEZZO_CGTEST_DONE"), []byte(strconv.Itoa(x)), 0o644)
 		time.Sleep(time.Hour)
 	case "daemon":
 		// Start a grandchild in its own session (outside our process group,

@@ -1,9 +1,12 @@
 package cgroups
 
 import (
+	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"testing"
+	"time"
 
 	"mezzo/api/mesos"
 )
@@ -64,5 +67,44 @@ func TestRevocableCPULowPriorityV1(t *testing.T) {
 		if got != strconv.FormatUint(c.want, 10) {
 			t.Errorf("%s: cpu.shares = %s, want %d", c.id, got, c.want)
 		}
+	}
+}
+
+// The point of the low priority: a regular container and a revocable one,
+// each with 1 cpu, spinning on the same CPU, the regular one gets nearly all
+// of it (1024 against 16 shares: 98%; the test asks for 80%, leaving room
+// for a loaded machine).
+func TestRevocableLosesTheCPU(t *testing.T) {
+	m := testV1(t, Config{RevocableCPULowPriority: true})
+	until := strconv.FormatInt(time.Now().Add(1500*time.Millisecond).UnixNano(), 10)
+	cpu := strconv.Itoa(runtime.NumCPU() - 1)
+	dir := t.TempDir()
+	for _, c := range []struct {
+		id string
+		rs []*mesos.Resource
+	}{
+		{"regular", res(1, 64)},
+		{"revocable", []*mesos.Resource{revocableCPUs(1), scalar("mem", 64)}},
+	} {
+		startIn(t, m, c.id, c.rs, helper("spin", "MEZZO_CGTEST_CPU="+cpu, "MEZZO_CGTEST_UNTIL="+until,
+			"MEZZO_CGTEST_DONE="+filepath.Join(dir, c.id)), CPU)
+	}
+	pollUntil(t, 30*time.Second, "both spinners done", func() bool {
+		_, e1 := os.Stat(filepath.Join(dir, "regular"))
+		_, e2 := os.Stat(filepath.Join(dir, "revocable"))
+		return e1 == nil && e2 == nil
+	})
+	used := map[string]float64{}
+	for _, id := range []string{"regular", "revocable"} {
+		st, err := m.Stats(id, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		used[id] = st.CPUsUserTimeSecs + st.CPUsSystemTimeSecs
+	}
+	share := used["regular"] / (used["regular"] + used["revocable"])
+	t.Logf("cpu seconds: regular %.3f, revocable %.3f (regular's share %.1f%%)", used["regular"], used["revocable"], 100*share)
+	if used["regular"] < 0.1 || share < 0.8 {
+		t.Errorf("the regular container got %.3f cpu seconds, %.1f%% of the contested CPU; want at least 80%%", used["regular"], 100*share)
 	}
 }

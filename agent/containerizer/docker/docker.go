@@ -50,6 +50,9 @@ type Config struct {
 	// EnableCFS sets a CFS quota from the cpus request
 	// (--cgroups_enable_cfs); a task's cpus limit always sets one.
 	EnableCFS bool
+	// RevocableCPULowPriority gives a container holding revocable cpus 16
+	// cpu shares per cpu instead of 1024 (--revocable_cpu_low_priority).
+	RevocableCPULowPriority bool
 	// Owner is the value of the org.mezzo.owner label that marks this
 	// agent's containers, so agents sharing one engine never recover or
 	// remove each other's containers. Empty: the absolute RuntimeDir, or
@@ -70,6 +73,7 @@ type Docker struct {
 	removeDelay time.Duration
 	keepOrphans bool
 	enableCFS   bool
+	lowPriority bool // RevocableCPULowPriority
 
 	// bg scopes the background work (log followers, waiters, removal
 	// timers); Close cancels it and leaves the containers running.
@@ -150,6 +154,7 @@ func New(cfg Config) (*Docker, error) {
 	return &Docker{
 		engine: &engine{api: api}, auth: cfg.RegistryAuth, clock: c, log: log, runtimeDir: cfg.RuntimeDir, owner: owner,
 		sandboxDir: sd, removeDelay: rd, keepOrphans: cfg.KeepOrphans, enableCFS: cfg.EnableCFS,
+		lowPriority: cfg.RevocableCPULowPriority,
 		bg: bg, cancel: cancel,
 		live: map[string]*ctr{},
 	}, nil

@@ -98,7 +98,7 @@ func (d *Docker) launch(ctx context.Context, s *spec) (containerizer.Container, 
 	if st, err := os.Stat(s.sandbox); err != nil || !st.IsDir() || !filepath.IsAbs(s.sandbox) {
 		return fail(fmt.Errorf("sandbox %q is not an absolute path to a directory", s.sandbox))
 	}
-	body, err := build(s, buildOptions{owner: d.owner, sandboxDir: d.sandboxDir, enableCFS: d.enableCFS})
+	body, err := build(s, buildOptions{owner: d.owner, sandboxDir: d.sandboxDir, enableCFS: d.enableCFS, lowPriority: d.lowPriority})
 	if err != nil {
 		return fail(err)
 	}

@@ -26,10 +26,12 @@ const (
 	NamePrefix = "mesos-"
 
 	cpuSharesPerCPU = 1024
-	minCPUShares    = 2
-	cfsPeriodUsecs  = 100000
-	minCFSQuota     = 1000 // 1ms
-	minMemoryBytes  = 32 << 20
+	// cpuSharesPerRevocableCPU is Mesos's CPU_SHARES_PER_CPU_REVOCABLE.
+	cpuSharesPerRevocableCPU = 16
+	minCPUShares             = 2
+	cfsPeriodUsecs           = 100000
+	minCFSQuota              = 1000 // 1ms
+	minMemoryBytes           = 32 << 20
 )
 
 // spec is what one container is built from: the ContainerInfo, the
@@ -53,6 +55,7 @@ type buildOptions struct {
 	owner       string
 	sandboxDir  string // inside the container
 	enableCFS   bool   // --cgroups_enable_cfs: cpu quota from the cpus request
+	lowPriority bool   // --revocable_cpu_low_priority: revocable cpus get few shares
 	volumeCheck func(hostPath string) error
 }
 
@@ -108,7 +111,7 @@ func build(s *spec, o buildOptions) (*createSpec, error) {
 	hc := &b.host
 	hc.Privileged = di.GetPrivileged()
 
-	if err := setResources(&hc.Resources, s.resources, s.limits, o.enableCFS); err != nil {
+	if err := setResources(&hc.Resources, s.resources, s.limits, o.enableCFS, o.lowPriority); err != nil {
 		return nil, err
 	}
 	b.config.Env = environment(s, name, o.sandboxDir)
@@ -127,6 +130,16 @@ func build(s *spec, o buildOptions) (*createSpec, error) {
 		return nil, err
 	}
 	return b, nil
+}
+
+// revocableCPUs reports whether some of the cpus are revocable.
+func revocableCPUs(rs []*mesos.Resource) bool {
+	for _, r := range rs {
+		if r.GetName() == "cpus" && r.Revocable != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // scalar sums a scalar resource over roles; ports collects ranges.
@@ -153,14 +166,19 @@ func portRanges(rs []*mesos.Resource) []*mesos.Value_Range {
 }
 
 // setResources applies Mesos's rules: cpu shares = 1024 × cpus (at least
-// 2); a cpu quota from the cpus limit, or from the request with
+// 2), or 16 × cpus when some cpus are revocable and lowPriority is set
+// (--revocable_cpu_low_priority); a cpu quota from the cpus limit, or from the request with
 // --cgroups_enable_cfs; memory limit = the mem limit or request (at least
 // 32 MB), with the request as the reservation when a limit is given.
-func setResources(hc *container.Resources, rs []*mesos.Resource, limits map[string]*mesos.Value_Scalar, cfs bool) error {
+func setResources(hc *container.Resources, rs []*mesos.Resource, limits map[string]*mesos.Value_Scalar, cfs, lowPriority bool) error {
 	cpus, hasCPUs := scalar(rs, "cpus")
 	mem, hasMem := scalar(rs, "mem")
 	if hasCPUs {
-		hc.CPUShares = max(int64(cpuSharesPerCPU*cpus), minCPUShares)
+		perCPU := float64(cpuSharesPerCPU)
+		if lowPriority && revocableCPUs(rs) {
+			perCPU = cpuSharesPerRevocableCPU
+		}
+		hc.CPUShares = max(int64(perCPU*cpus), minCPUShares)
 	}
 	quota := func(c float64) {
 		hc.CPUPeriod = cfsPeriodUsecs

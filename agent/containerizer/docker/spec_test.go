@@ -225,6 +225,15 @@ func TestBuild(t *testing.T) {
 				t.Errorf("shares %d memory %d quota %d reservation %d", hc.CPUShares, hc.Memory, hc.CPUQuota, hc.MemoryReservation)
 			}
 		}},
+		{name: "revocable cpus: as regular ones unless at low priority", edit: func(s *spec) {
+			rev := scalarRes("cpus", 2)
+			rev.Revocable = &mesos.Resource_RevocableInfo{}
+			s.resources = []*mesos.Resource{rev, scalarRes("mem", 64)}
+		}, check: func(t *testing.T, b *createSpec) {
+			if b.host.CPUShares != 2048 {
+				t.Errorf("shares %d, want 2048 (testOpts has no low priority)", b.host.CPUShares)
+			}
+		}},
 		{name: "minimums", edit: func(s *spec) { s.resources = []*mesos.Resource{scalarRes("cpus", 0.001), scalarRes("mem", 4)} },
 			check: func(t *testing.T, b *createSpec) {
 				if b.host.CPUShares != 2 || b.host.Memory != 32<<20 {
@@ -301,7 +310,7 @@ func TestResourcesProperty(t *testing.T) {
 		mem := rapid.Float64Range(0, 1<<20).Draw(t, "mem")
 		cfs := rapid.Bool().Draw(t, "cfs")
 		var hc container.Resources
-		if err := setResources(&hc, []*mesos.Resource{scalarRes("cpus", cpus), scalarRes("mem", mem)}, nil, cfs); err != nil {
+		if err := setResources(&hc, []*mesos.Resource{scalarRes("cpus", cpus), scalarRes("mem", mem)}, nil, cfs, false); err != nil {
 			t.Fatal(err)
 		}
 		wantShares := int64(math.Floor(1024 * cpus))
@@ -355,4 +364,33 @@ func FuzzApplyParameter(f *testing.F) {
 		b := &createSpec{config: container.Config{Labels: map[string]string{}}}
 		_ = applyParameter(b, key, value)
 	})
+}
+
+// --revocable_cpu_low_priority: a container holding revocable cpus gets 16
+// shares per cpu (Mesos's CPU_SHARES_PER_CPU_REVOCABLE), at least 2.
+func TestRevocableCPUsLowPriority(t *testing.T) {
+	rev := func(v float64) *mesos.Resource {
+		r := scalarRes("cpus", v)
+		r.Revocable = &mesos.Resource_RevocableInfo{ThrottleInfo: &mesos.Resource_RevocableInfo_ThrottleInfo{}}
+		return r
+	}
+	for _, tc := range []struct {
+		rs   []*mesos.Resource
+		low  bool
+		want int64
+	}{
+		{[]*mesos.Resource{rev(2)}, true, 32},
+		{[]*mesos.Resource{rev(2)}, false, 2048},
+		{[]*mesos.Resource{scalarRes("cpus", 0.1), rev(1)}, true, 17},
+		{[]*mesos.Resource{scalarRes("cpus", 2)}, true, 2048},
+		{[]*mesos.Resource{rev(0.01)}, true, minCPUShares},
+	} {
+		var hc container.Resources
+		if err := setResources(&hc, tc.rs, nil, false, tc.low); err != nil {
+			t.Fatal(err)
+		}
+		if hc.CPUShares != tc.want {
+			t.Errorf("%v low=%v: %d shares, want %d", tc.rs, tc.low, hc.CPUShares, tc.want)
+		}
+	}
 }

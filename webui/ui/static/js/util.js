@@ -85,7 +85,8 @@ const fmt = {
       const v = r[k];
       if (typeof v === "number") {
         if (v === 0) continue;
-        parts.push(k + " " + (k === "mem" || k === "disk" ? fmt.mem(v) : fmt.num(v)));
+        const bytes = k === "mem" || k === "disk" || k === "mem_revocable" || k === "disk_revocable";
+        parts.push(k + " " + (bytes ? fmt.mem(v) : fmt.num(v)));
       } else if (v) {
         parts.push(k + " " + v);
       }

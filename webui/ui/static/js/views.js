@@ -414,7 +414,12 @@ const agentView = {
         ["Attributes", attrs], ["Capabilities", (a.capabilities || []).join(", ")],
       ]));
       const reserved = Object.entries(a.reserved_resources || {}).map(([role, r]) => [`Reserved (${role})`, fmt.res(r)]);
-      replace(res, kv([["Total", fmt.res(a.resources)], ["Allocated", fmt.res(a.used_resources)],
+      // Revocable resources (docs/oversubscription.md): the agent's
+      // estimated slack and, with --lend_idle_reservations, its idle
+      // reservations; shown apart, with what tasks use of them.
+      const rev = revocableOf(a.resources), revUsed = revocableOf(a.used_resources);
+      const revText = Object.values(rev).some((v) => v > 0) ? fmt.res(rev) + " (in use: " + fmt.res(revUsed) + ")" : null;
+      replace(res, kv([["Total", fmt.res(a.resources)], ["Revocable", revText], ["Allocated", fmt.res(a.used_resources)],
         ["Offered", fmt.res(a.offered_resources)], ["Unreserved", fmt.res(a.unreserved_resources)]].concat(reserved)));
       refill = () => tasks.setRows(tasksOf(store.state, (t) => t.slave_id === id && matchState(filter, t)));
       refill();
@@ -427,6 +432,16 @@ const agentView = {
     }};
   },
 };
+
+// revocableOf keeps a resource summary's revocable scalars
+// ("cpus_revocable"), named without the suffix.
+function revocableOf(r) {
+  const out = {};
+  for (const [k, v] of Object.entries(r || {})) {
+    if (k.endsWith("_revocable")) out[k.slice(0, -"_revocable".length)] = v;
+  }
+  return out;
+}
 
 function executorList(agent, st) {
   const rows = [];
