@@ -109,6 +109,9 @@ type ovsRun struct {
 	LastEvictionMs    float64 `json:"last_eviction_ms"`
 	// EvictionReasons counts the tenant's terminal states and reasons.
 	EvictionReasons map[string]int `json:"tenant_ends"`
+	// EvictionMessages samples the agent's messages (the controller's
+	// reason) of the first evictions, with their time since the start.
+	EvictionMessages []string `json:"eviction_messages,omitempty"`
 	Timeline        []ovsSample    `json:"timeline"`
 }
 
@@ -554,6 +557,7 @@ type ovsFrameworks struct {
 	rescinds        int
 	tenants         map[string]*ovsTenant
 	ends            map[string]int
+	endMessages     []string
 }
 
 // ovsTenant is one tenant task's life.
@@ -843,6 +847,9 @@ func (f *ovsFrameworks) update(service bool, st *mesos.TaskStatus) {
 	case ovsTerminal(st.GetState()):
 		t.ended = now
 		f.ends[st.GetState().String()+" "+st.GetReason().String()]++
+		if len(f.endMessages) < 8 && st.GetState() != mesos.TaskState_TASK_FINISHED {
+			f.endMessages = append(f.endMessages, fmt.Sprintf("%+.2fs %s: %s", now.Sub(f.start).Seconds(), id, st.GetMessage()))
+		}
 	}
 }
 
@@ -882,6 +889,7 @@ func (f *ovsFrameworks) result(mode string) *ovsRun {
 	for k, v := range f.ends {
 		r.EvictionReasons[k] = v
 	}
+	r.EvictionMessages = append([]string(nil), f.endMessages...)
 	for _, t := range f.tenants {
 		if t.running.IsZero() || !t.running.Before(f.rise) {
 			continue
