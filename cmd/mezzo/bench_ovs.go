@@ -479,14 +479,21 @@ type ovsCPU struct{ total, service time.Duration }
 // the service's containers (found from the workers' pid files); the
 // tenant's is the difference.
 func sampleCPU(ctx context.Context, root, workers string, start, end time.Time, interval time.Duration) ([]ovsSample, ovsCPU, error) {
+	// Per service cgroup, its last reading: a cgroup read that fails this
+	// round (or a cgroup not there yet) adds nothing now and its whole
+	// delta later, never a jump from the sum of the others.
+	last := map[string]time.Duration{}
 	serviceUsage := func() time.Duration {
-		var sum time.Duration
 		for _, w := range readWorkerPids(workers) {
 			if strings.HasPrefix(w.name, "service-") && w.cgroup != "" {
-				if u, err := cpuacctUsage(w.cgroup); err == nil {
-					sum += u
+				if u, err := cpuacctUsage(w.cgroup); err == nil && u >= last[w.cgroup] {
+					last[w.cgroup] = u
 				}
 			}
+		}
+		var sum time.Duration
+		for _, u := range last {
+			sum += u
 		}
 		return sum
 	}

@@ -94,8 +94,6 @@ func cpuPlot(mode string, ru *run, r result) (*plot.Plot, error) {
 	p.Title.Text = title
 	p.X.Label.Text = "seconds"
 	p.Y.Label.Text = "cpus used"
-	p.Y.Min, p.X.Min, p.X.Max = 0, 0, r.Config.DurationS
-	p.Y.Max = float64(max(r.Nproc, 2)) + 0.9 // room for the legend above the cpus
 	service, total := make(plotter.XYs, len(ru.Timeline)), make(plotter.XYs, len(ru.Timeline))
 	for i, s := range ru.Timeline {
 		service[i] = plotter.XY{X: s.T, Y: s.Service}
@@ -115,13 +113,17 @@ func cpuPlot(mode string, ru *run, r result) (*plot.Plot, error) {
 	}
 	serviceArea.FillColor = plotutil.Color(0)
 	serviceArea.Color = plotutil.Color(0)
-	rise, err := plotter.NewLine(plotter.XYs{{X: r.Config.RiseAtS, Y: 0}, {X: r.Config.RiseAtS, Y: p.Y.Max}})
+	top := float64(max(r.Nproc, 2)) + 0.9
+	rise, err := plotter.NewLine(plotter.XYs{{X: r.Config.RiseAtS, Y: 0}, {X: r.Config.RiseAtS, Y: top}})
 	if err != nil {
 		return nil, err
 	}
 	rise.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
 	rise.Color = color.Black
 	p.Add(tenantArea, serviceArea, rise, plotter.NewGrid())
+	// After Add, which widens the axes to the data.
+	p.Y.Min, p.X.Min, p.X.Max = 0, 0, r.Config.DurationS
+	p.Y.Max = float64(max(r.Nproc, 2)) + 0.9 // room for the legend above the cpus
 	p.Legend.Add("tenant (revocable)", tenantArea)
 	p.Legend.Add("service (reserved)", serviceArea)
 	p.Legend.Add("service load rises", rise)
