@@ -519,12 +519,15 @@ func sampleCPU(ctx context.Context, root, workers string, start, end time.Time, 
 		case <-ctx.Done():
 			return nil, ovsCPU{}, ctx.Err()
 		}
-		now := time.Now()
+		s := serviceUsage()
 		r, err := cpuacctUsage(root)
 		if err != nil {
 			return nil, ovsCPU{}, fmt.Errorf("the agent's cgroups: %w", err)
 		}
-		s := serviceUsage()
+		// Timed after the reads: on a busy machine this goroutine can
+		// wait between the tick and the reads, and the interval must be
+		// the one the counters cover.
+		now := time.Now()
 		// A service task's cgroup vanishing would make its usage fall.
 		if s < prevSvc {
 			s = prevSvc
