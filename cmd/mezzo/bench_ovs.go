@@ -111,8 +111,8 @@ type ovsRun struct {
 	EvictionReasons map[string]int `json:"tenant_ends"`
 	// EvictionMessages samples the agent's messages (the controller's
 	// reason) of the first evictions, with their time since the start.
-	EvictionMessages []string `json:"eviction_messages,omitempty"`
-	Timeline        []ovsSample    `json:"timeline"`
+	EvictionMessages []string    `json:"eviction_messages,omitempty"`
+	Timeline         []ovsSample `json:"timeline"`
 }
 
 // ovsSample is the CPU the service's and the tenant's containers used
