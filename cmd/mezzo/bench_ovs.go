@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -68,6 +69,9 @@ type ovsResult struct {
 	// the rise with the tenant ÷ alone.
 	ServiceLatencyP99Ratio float64 `json:"service_latency_p99_ratio"`
 
+	// Rounds are each round's figures when --rounds > 1 (the ones
+	// above are then their medians; runs are the last round's).
+	Rounds  []ovsRound         `json:"rounds,omitempty"`
 	Targets ovsTargets         `json:"targets"`
 	Config  ovsConfigJSON      `json:"config"`
 	Runs    map[string]*ovsRun `json:"runs"`
@@ -151,6 +155,7 @@ type ovsConfig struct {
 	estimateInterval     time.Duration
 	agentFlags           []string // name=value, for the "with" run
 	modes                []string
+	rounds               int
 	dir                  string
 	sample               time.Duration
 	log                  *slog.Logger
@@ -173,6 +178,7 @@ func benchOversubscription(args []string, stdout, stderr io.Writer) int {
 	estimateInterval := durationFlag(fs, "oversubscribed_resources_interval", time.Second, "the agent's --oversubscribed_resources_interval")
 	agentFlags := fs.String("agent_flags", "slack_estimator_window=5secs", "more agent flags for the run with oversubscription, name=value,...")
 	modes := fs.String("modes", "without,with", "the runs to make: without, with or both")
+	rounds := fs.Int("rounds", 1, "rounds of the runs, one after the other; the figures are the medians")
 	workDir := fs.String("work_dir", "", "work dir (default: a new temporary directory, removed afterwards)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	verbose := fs.Bool("v", false, "log the master and agent to stderr")
@@ -183,7 +189,7 @@ func benchOversubscription(args []string, stdout, stderr io.Writer) int {
 		duration: *duration, riseAt: *riseAt, serviceTasks: *serviceTasks, serviceCPUs: *serviceCPUs,
 		lowCPUs: *lowCPUs, threads: *threads, tenantCPUs: *tenantCPUs, reqMs: 5,
 		estimator: *estimator, controller: *controller, correctionMin: *correctionMin,
-		estimateInterval: *estimateInterval, sample: 250 * time.Millisecond,
+		estimateInterval: *estimateInterval, sample: 250 * time.Millisecond, rounds: *rounds,
 	}
 	if *agentFlags != "" {
 		cfg.agentFlags = strings.Split(*agentFlags, ",")
@@ -242,6 +248,8 @@ func (c ovsConfig) check() error {
 		return errors.New("need 0 <= --low_cpus <= --service_cpus, --service_cpus > 0")
 	case c.tenantCPUs <= 0:
 		return errors.New("--tenant_cpus must be positive")
+	case c.rounds < 1:
+		return errors.New("--rounds must be at least 1")
 	}
 	for _, kv := range c.agentFlags {
 		if !strings.Contains(kv, "=") {
@@ -265,34 +273,85 @@ func runOversubscriptionBench(ctx context.Context, cfg ovsConfig) (*ovsResult, e
 	}
 	// One request is 5 ms of this machine's CPU; the same work in both runs.
 	cfg.work = calibrateWork(time.Duration(cfg.reqMs * float64(time.Millisecond)))
-	for _, mode := range cfg.modes {
-		run, err := runOvsMode(ctx, cfg, mode)
-		if err != nil {
-			return nil, fmt.Errorf("run %s oversubscription: %w", mode, err)
+	var rounds []ovsRound
+	for round := range max(cfg.rounds, 1) {
+		// Each round on fresh clusters: its own work dirs.
+		rcfg := cfg
+		if cfg.rounds > 1 {
+			rcfg.dir = filepath.Join(cfg.dir, fmt.Sprintf("round%d", round+1))
 		}
-		res.Runs[mode] = run
-		res.RegularKilled += run.RegularKilled
+		runs := map[string]*ovsRun{}
+		for _, mode := range cfg.modes {
+			run, err := runOvsMode(ctx, rcfg, mode)
+			if err != nil {
+				return nil, fmt.Errorf("run %s oversubscription: %w", mode, err)
+			}
+			runs[mode] = run
+		}
+		rounds = append(rounds, summarizeRound(runs))
+		res.Runs = runs // the last round's, for the plot
 	}
 	res.Load1At = load1()
-	without, with := res.Runs["without"], res.Runs["with"]
-	if with != nil {
-		res.EvictionMs = with.LastEvictionMs
+	// Each figure is the median over rounds (the upper one of an even
+	// number; one round: its own), except
+	// regular_killed, which counts every round's.
+	med := func(f func(ovsRound) float64) float64 {
+		v := make([]float64, len(rounds))
+		for i, r := range rounds {
+			v[i] = f(r)
+		}
+		sort.Float64s(v)
+		return v[len(v)/2]
 	}
-	if without != nil && with != nil {
-		if without.CPUSeconds > 0 {
-			res.UtilizationGain = with.CPUSeconds / without.CPUSeconds
-		}
-		if without.ServiceHighRPS > 0 {
-			res.ServiceSlowdownPct = (without.ServiceHighRPS - with.ServiceHighRPS) / without.ServiceHighRPS * 100
-		}
-		if without.ServiceLowP99Ms > 0 {
-			res.ServiceLatencyP99Ratio = with.ServiceLowP99Ms / without.ServiceLowP99Ms
-		}
+	res.UtilizationGain = med(func(r ovsRound) float64 { return r.Gain })
+	res.ServiceSlowdownPct = med(func(r ovsRound) float64 { return r.SlowdownPct })
+	res.EvictionMs = med(func(r ovsRound) float64 { return r.EvictionMs })
+	res.ServiceLatencyP99Ratio = med(func(r ovsRound) float64 { return r.LatencyP99Ratio })
+	for _, r := range rounds {
+		res.RegularKilled += r.RegularKilled
+	}
+	if len(rounds) > 1 {
+		res.Rounds = rounds
+	}
+	if res.Runs["without"] != nil && res.Runs["with"] != nil {
 		res.Targets.Met = res.UtilizationGain >= res.Targets.MinGain && res.EvictionMs >= 0 &&
 			res.EvictionMs <= res.Targets.MaxEvictionMs && res.ServiceSlowdownPct <= res.Targets.MaxSlowdownPct &&
 			res.RegularKilled == 0
 	}
 	return res, nil
+}
+
+// ovsRound is one round's figures (a run without and one with).
+type ovsRound struct {
+	Gain            float64 `json:"utilization_gain"`
+	SlowdownPct     float64 `json:"service_slowdown_pct"`
+	EvictionMs      float64 `json:"eviction_ms"`
+	LatencyP99Ratio float64 `json:"service_latency_p99_ratio"`
+	RegularKilled   int     `json:"regular_killed"`
+}
+
+func summarizeRound(runs map[string]*ovsRun) ovsRound {
+	r := ovsRound{EvictionMs: -1}
+	without, with := runs["without"], runs["with"]
+	for _, run := range runs {
+		r.RegularKilled += run.RegularKilled
+	}
+	if with != nil {
+		r.EvictionMs = with.LastEvictionMs
+	}
+	if without == nil || with == nil {
+		return r
+	}
+	if without.CPUSeconds > 0 {
+		r.Gain = with.CPUSeconds / without.CPUSeconds
+	}
+	if without.ServiceHighRPS > 0 {
+		r.SlowdownPct = (without.ServiceHighRPS - with.ServiceHighRPS) / without.ServiceHighRPS * 100
+	}
+	if without.ServiceLowP99Ms > 0 {
+		r.LatencyP99Ratio = with.ServiceLowP99Ms / without.ServiceLowP99Ms
+	}
+	return r
 }
 
 func (r *ovsResult) text() string {

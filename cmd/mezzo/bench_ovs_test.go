@@ -43,7 +43,7 @@ func TestServiceLoadInterval(t *testing.T) {
 }
 
 func TestOvsConfigCheck(t *testing.T) {
-	ok := ovsConfig{duration: 10 * time.Second, riseAt: 5 * time.Second, serviceTasks: 2, threads: 2, serviceCPUs: 1, lowCPUs: 0.2, tenantCPUs: 0.25}
+	ok := ovsConfig{duration: 10 * time.Second, riseAt: 5 * time.Second, serviceTasks: 2, threads: 2, serviceCPUs: 1, lowCPUs: 0.2, tenantCPUs: 0.25, rounds: 1}
 	if err := ok.check(); err != nil {
 		t.Fatalf("valid config refused: %v", err)
 	}
@@ -56,6 +56,7 @@ func TestOvsConfigCheck(t *testing.T) {
 		"zero service cpus":  func(c *ovsConfig) { c.serviceCPUs = 0 },
 		"negative threads":   func(c *ovsConfig) { c.threads = -1 },
 		"zero rise (no low)": func(c *ovsConfig) { c.riseAt = 0 },
+		"zero rounds":        func(c *ovsConfig) { c.rounds = 0 },
 	} {
 		c := ok
 		mut(&c)
@@ -197,4 +198,27 @@ func TestHelperSpin(t *testing.T) {
 		return
 	}
 	spinUntil(time.Now().Add(time.Minute), 100000)
+}
+
+func TestSummarizeRound(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		runs map[string]*ovsRun
+		want ovsRound
+	}{
+		{"both", map[string]*ovsRun{
+			"without": {CPUSeconds: 40, ServiceHighRPS: 400, ServiceLowP99Ms: 10},
+			"with":    {CPUSeconds: 80, ServiceHighRPS: 360, ServiceLowP99Ms: 15, LastEvictionMs: 700, RegularKilled: 1},
+		}, ovsRound{Gain: 2, SlowdownPct: 10, EvictionMs: 700, LatencyP99Ratio: 1.5, RegularKilled: 1}},
+		{"faster with", map[string]*ovsRun{
+			"without": {CPUSeconds: 40, ServiceHighRPS: 400},
+			"with":    {CPUSeconds: 40, ServiceHighRPS: 440, LastEvictionMs: -1},
+		}, ovsRound{Gain: 1, SlowdownPct: -10, EvictionMs: -1}},
+		{"only without", map[string]*ovsRun{"without": {CPUSeconds: 40, RegularKilled: 2}},
+			ovsRound{EvictionMs: -1, RegularKilled: 2}},
+	} {
+		if got := summarizeRound(tc.runs); got != tc.want {
+			t.Errorf("%s: summarizeRound = %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
 }
