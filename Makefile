@@ -65,9 +65,10 @@ paper-plots:
 	$(GO) run ./tools/paperplot -dir docs/paper
 
 # The oversubscription demonstration (docs/oversubscription.md): needs root
-# and cgroups v1; about two minutes. OVS_FLAGS go to the benchmark;
+# and cgroups v1; about two minutes a round. OVS_FLAGS go to the benchmark;
 # oversubscription-plot redraws docs/images/oversubscription.svg from the
-# committed result.
+# committed result (the last round's runs).
+OVS_FLAGS ?= --rounds=3
 oversubscription: build
 	@mkdir -p docs/oversubscription
 	bin/mezzo bench oversubscription --json $(OVS_FLAGS) > docs/oversubscription/bench.json.tmp && mv docs/oversubscription/bench.json.tmp docs/oversubscription/bench.json

@@ -35,6 +35,13 @@ type result struct {
 	} `json:"config"`
 	Nproc int             `json:"nproc"`
 	Runs  map[string]*run `json:"runs"`
+	// Rounds, when the benchmark made several: the runs drawn are the
+	// last round's, so the title gives that round's figures.
+	Rounds []struct {
+		UtilizationGain    float64 `json:"utilization_gain"`
+		ServiceSlowdownPct float64 `json:"service_slowdown_pct"`
+		EvictionMs         float64 `json:"eviction_ms"`
+	} `json:"rounds"`
 }
 
 type run struct {
@@ -64,6 +71,10 @@ func draw1(in, out string) error {
 	var r result
 	if err := json.Unmarshal(b, &r); err != nil {
 		return fmt.Errorf("%s: %w", in, err)
+	}
+	if n := len(r.Rounds); n > 0 {
+		last := r.Rounds[n-1]
+		r.UtilizationGain, r.ServiceSlowdownPct, r.EvictionMs = last.UtilizationGain, last.ServiceSlowdownPct, last.EvictionMs
 	}
 	var plots [][]*plot.Plot
 	for _, mode := range []string{"without", "with"} {
