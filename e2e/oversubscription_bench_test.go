@@ -109,7 +109,12 @@ func TestBenchOversubscriptionSmoke(t *testing.T) {
 		}
 	case <-time.After(3 * time.Minute):
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGINT)
-		<-done
+		select {
+		case <-done:
+		case <-time.After(time.Minute):
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-done
+		}
 		t.Fatalf("bench did not end in 3 minutes; stderr:\n%s", stderr.String())
 	}
 	assertBenchCleanedUp(t, dir, cmd.Process.Pid)
