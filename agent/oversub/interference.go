@@ -11,24 +11,27 @@ import (
 )
 
 // interferenceController (ours) kills the fewest revocable containers
-// needed for the regular containers' CPU demand to fit the agent's cpus.
+// needed for the regular containers' CPU demand to fit beside what the
+// revocable ones were lent.
 //
 // Between two looks it measures each container's CPU rate from its cpu
 // times and, from cgroups cpu.stat, the share of CFS periods in which it was
 // throttled. A regular container's demand is its measured rate, or its
 // whole cpu allocation when it was throttled in at least
 // Config.ThrottleRatio of the periods (its rate then understates what it
-// wants). A revocable container's demand is its rate, or its allocation
-// while it has no rate yet. When
+// wants). A revocable container claims its cpu allocation, what it was
+// lent, not its measured rate: a CPU-bound tenant fills every idle cycle at
+// its low CPU priority (--revocable_cpu_low_priority), and counting that
+// as demand would evict tenants that only use CPU nobody else wants. When
 //
-//	sum(regular demand) + sum(revocable demand) > agent cpus
+//	sum(regular demand) + sum(revocable allocation) > agent cpus
 //
-// it kills revocable containers, largest rate first, until the excess is
-// covered: taking the largest first gives the fewest kills. If killing
-// every revocable container cannot cover it (regular containers alone
-// exceed the agent), it kills them all: none of their CPU can be spared.
-// A regular container without a rate yet (first look) is not counted: the
-// next round, one correction interval later, has its rate.
+// the lent CPU is wanted back: it kills revocable containers, largest
+// allocation first, until the excess is covered (the fewest kills). If
+// killing every revocable container cannot cover it (regular containers
+// alone exceed the agent), it kills them all: none of their CPU can be
+// spared. A regular container without a rate yet (first look) is not
+// counted: the next round, one correction interval later, has its rate.
 //
 // Throttling alone, with the demand fitting, kills nothing: a container
 // throttled by its own CFS quota gains nothing from evictions.
@@ -95,24 +98,23 @@ func (ic *interferenceController) Corrections(ctx context.Context, _ time.Time) 
 			demand += m.rate
 		}
 	}
-	for i := range revocable {
-		if !revocable[i].haveRate {
-			revocable[i].rate = revocable[i].c.Allocated.Scalar("cpus")
-		}
-		demand += revocable[i].rate
+	lent := 0.0
+	for _, m := range revocable {
+		lent += m.c.Allocated.Scalar("cpus")
 	}
-	excess := demand - capacity
+	excess := demand + lent - capacity
 	if excess <= 1e-9 || len(revocable) == 0 {
 		return nil, nil
 	}
 	sort.SliceStable(revocable, func(i, j int) bool {
-		if revocable[i].rate != revocable[j].rate {
-			return revocable[i].rate > revocable[j].rate
+		a, b := revocable[i].c.Allocated.Scalar("cpus"), revocable[j].c.Allocated.Scalar("cpus")
+		if a != b {
+			return a > b
 		}
 		return revocable[i].c.ContainerID < revocable[j].c.ContainerID
 	})
-	why := fmt.Sprintf("interference QoS controller: containers demand %.2f cpus of the agent's %g (%d regular container(s) throttled)",
-		demand, capacity, throttled)
+	why := fmt.Sprintf("interference QoS controller: regular containers demand %.2f cpus and revocable ones hold %.2f, of the agent's %g (%d regular container(s) throttled)",
+		demand, lent, capacity, throttled)
 	var out []Correction
 	freed := 0.0
 	for _, m := range revocable {
@@ -120,7 +122,7 @@ func (ic *interferenceController) Corrections(ctx context.Context, _ time.Time) 
 			break
 		}
 		out = append(out, kill(m.c, "interference", why))
-		freed += m.rate
+		freed += m.c.Allocated.Scalar("cpus")
 	}
 	return out, nil
 }

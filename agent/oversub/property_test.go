@@ -105,36 +105,36 @@ func TestInterferenceKillsOnlyRevocable(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// The oracle: demand from the last measured sample of each.
+			// The oracle: regular demand from the last measured sample of
+			// each, revocable containers' allocations.
 			rates := map[string]float64{}
 			demand := 0.0
-			var revRates []float64
+			var revAllocs []float64
 			for _, c := range l {
-				r, have := 0.0, false
+				r := 0.0
 				if c.Statistics != nil {
 					s := sample{c.Statistics.GetTimestamp(), c.Statistics.GetCpusUserTimeSecs() + c.Statistics.GetCpusSystemTimeSecs()}
 					if p, ok := last[c.ContainerID]; ok {
-						r, have = (s.used-p.used)/(s.ts-p.ts), true
+						r = (s.used - p.used) / (s.ts - p.ts)
 					}
 					last[c.ContainerID] = s
 				}
 				if c.Revocable() {
-					if !have {
-						r = c.Allocated.Scalar("cpus")
-					}
-					revRates = append(revRates, r)
+					// A revocable container claims what it was lent.
+					r = c.Allocated.Scalar("cpus")
+					revAllocs = append(revAllocs, r)
 				}
 				rates[c.ContainerID] = r
 				demand += r
 			}
 			excess := demand - capacity
-			sort.Sort(sort.Reverse(sort.Float64Slice(revRates)))
+			sort.Sort(sort.Reverse(sort.Float64Slice(revAllocs)))
 			want := 0
-			for covered := 0.0; want < len(revRates) && covered < excess-1e-9; want++ {
-				covered += revRates[want]
+			for covered := 0.0; want < len(revAllocs) && covered < excess-1e-9; want++ {
+				covered += revAllocs[want]
 			}
 			if len(cs) != want {
-				t.Fatalf("look %d: %d kills, want %d (demand %v of %v cpus, revocable rates %v)", i, len(cs), want, demand, capacity, revRates)
+				t.Fatalf("look %d: %d kills, want %d (demand %v of %v cpus, revocable allocations %v)", i, len(cs), want, demand, capacity, revAllocs)
 			}
 			byID := map[string]ContainerUsage{}
 			for _, c := range l {

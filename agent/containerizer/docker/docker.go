@@ -155,7 +155,7 @@ func New(cfg Config) (*Docker, error) {
 		engine: &engine{api: api}, auth: cfg.RegistryAuth, clock: c, log: log, runtimeDir: cfg.RuntimeDir, owner: owner,
 		sandboxDir: sd, removeDelay: rd, keepOrphans: cfg.KeepOrphans, enableCFS: cfg.EnableCFS,
 		lowPriority: cfg.RevocableCPULowPriority,
-		bg: bg, cancel: cancel,
+		bg:          bg, cancel: cancel,
 		live: map[string]*ctr{},
 	}, nil
 }
