@@ -175,6 +175,9 @@ func TestBenchOversubscriptionInterruptCleansUp(t *testing.T) {
 		select {
 		case <-exited:
 		default:
+			// A process with a thread in a frozen cgroup cannot die: thaw
+			// first (see the stuck-thread check below).
+			thawBench(cmd.Process.Pid)
 			cmd.Process.Kill()
 			<-exited
 		}
@@ -207,7 +210,45 @@ func TestBenchOversubscriptionInterruptCleansUp(t *testing.T) {
 			t.Errorf("interrupted bench ended with %v, want exit status 130", waitErr)
 		}
 	case <-time.After(60 * time.Second):
-		t.Fatalf("the bench did not exit within 60s of SIGINT; stderr:\n%s", stderr.String())
+		t.Fatalf("the bench did not exit within 60s of SIGINT%s", frozenThreads(cmd.Process.Pid))
 	}
 	assertBenchCleanedUp(t, dir, cmd.Process.Pid)
+}
+
+// thawBench thaws every freezer cgroup of bench process pid.
+func thawBench(pid int) {
+	dirs, _ := filepath.Glob(fmt.Sprintf("/sys/fs/cgroup/freezer/mezzo-bench-ovs-%d-*", pid))
+	for _, root := range dirs {
+		filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				os.WriteFile(filepath.Join(p, "freezer.state"), []byte("THAWED"), 0o644)
+			}
+			return nil
+		})
+	}
+}
+
+// frozenThreads names the threads of process pid that are in one of its
+// containers' freezer cgroups (the agent runs in the bench's process and
+// moves a thread into a container's cgroups to fork its task there; left
+// there, that thread freezes with the container and the process cannot
+// exit).
+func frozenThreads(pid int) string {
+	tids, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	var out []string
+	for _, tid := range tids {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/cgroup", pid, tid.Name()))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.Contains(line, ":freezer:/mezzo-bench-ovs-") && strings.Count(line, "/") > 1 {
+				out = append(out, tid.Name()+" in "+line)
+			}
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(": the bench's own threads are in container freezer cgroups: %v", out)
 }
