@@ -135,10 +135,36 @@ func emptyCgroup(dir string, wait time.Duration) error {
 		}
 		_ = os.WriteFile(filepath.Join(dir, "freezer.state"), []byte("THAWED"), 0o644)
 		for _, pid := range pids {
+			if pid == os.Getpid() {
+				// The agent runs in this process and moves a thread into a
+				// container's cgroups to fork its task there; one left
+				// behind is moved out, never killed with us.
+				rescueOwnThreads(dir)
+				continue
+			}
 			_ = syscall.Kill(pid, syscall.SIGCONT)
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 		time.Sleep(20 * time.Millisecond) // the kernel's exit, bounded by the deadline
+	}
+}
+
+// rescueOwnThreads moves this process's threads listed in the cgroup at
+// dir to the root cgroup of its hierarchy.
+func rescueOwnThreads(dir string) {
+	b, err := os.ReadFile(filepath.Join(dir, "tasks"))
+	if err != nil {
+		return
+	}
+	rel, err := filepath.Rel(cgroupV1Base, dir)
+	if err != nil {
+		return
+	}
+	ctrl := strings.SplitN(rel, string(filepath.Separator), 2)[0]
+	for _, f := range strings.Fields(string(b)) {
+		if _, err := os.Stat(fmt.Sprintf("/proc/self/task/%s", f)); err == nil {
+			_ = os.WriteFile(filepath.Join(cgroupV1Base, ctrl, "tasks"), []byte(f), 0o644)
+		}
 	}
 }
 

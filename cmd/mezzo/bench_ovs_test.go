@@ -5,7 +5,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -220,5 +222,50 @@ func TestSummarizeRound(t *testing.T) {
 		if got := summarizeRound(tc.runs); got != tc.want {
 			t.Errorf("%s: summarizeRound = %+v, want %+v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// The agent runs in the benchmark's process and may leave one of its
+// threads in a container's cgroups (it forks tasks from there): the sweep
+// moves such a thread out instead of killing its own process, and still
+// removes the cgroups.
+func TestSweepCgroupsRescuesOwnThread(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to create cgroups")
+	}
+	if _, err := os.Stat(filepath.Join(cgroupV1Base, "freezer", "cgroup.procs")); err != nil {
+		t.Skip("needs the cgroups v1 freezer")
+	}
+	root := fmt.Sprintf("mezzo-test-rescue-%d", os.Getpid())
+	leaf := filepath.Join(root, "container")
+	for _, c := range []string{"cpuacct", "freezer"} {
+		if err := os.MkdirAll(filepath.Join(cgroupV1Base, c, leaf), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { sweepCgroups(root, time.Second) })
+	placed, release := make(chan int), make(chan struct{})
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		tid := syscall.Gettid()
+		for _, c := range []string{"cpuacct", "freezer"} {
+			os.WriteFile(filepath.Join(cgroupV1Base, c, leaf, "tasks"), []byte(strconv.Itoa(tid)), 0o644)
+		}
+		placed <- tid
+		<-release
+	}()
+	tid := <-placed
+	defer close(release)
+	if err := sweepCgroups(root, 5*time.Second); err != nil {
+		t.Fatalf("sweep: %v", err)
+	}
+	for _, c := range []string{"cpuacct", "freezer"} {
+		if _, err := os.Stat(filepath.Join(cgroupV1Base, c, root)); !os.IsNotExist(err) {
+			t.Errorf("%s cgroup left behind (%v)", c, err)
+		}
+	}
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/self/task/%d/cgroup", tid))
+	if strings.Contains(string(b), root) {
+		t.Errorf("the thread is still in the swept cgroups:\n%s", b)
 	}
 }
