@@ -3,10 +3,13 @@ package oversub
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"sort"
 	"strings"
 	"testing"
+
+	"mezzo/resources"
 )
 
 func killed(cs []Correction) []string {
@@ -207,5 +210,32 @@ func TestInterferenceNeedsTheAgentsCPUs(t *testing.T) {
 	q, _ := NewController(Config{QoSController: "interference"}, &script{snaps: []Snapshot{snap("mem:1024")}})
 	if _, err := q.Corrections(context.Background(), t0); err == nil {
 		t.Fatal("no error for an agent total without cpus")
+	}
+}
+
+// The bench's case: seven tenants hold 0.25 revocable cpus each beside
+// their command executor's regular 0.1. Only the revocable cpus were lent;
+// counting the executors' 0.7 as well evicted tenants while the owner used
+// only 0.2 of the agent's 2 cpus.
+func TestInterferenceCountsOnlyLentCPUs(t *testing.T) {
+	look := func(ts float64) []ContainerUsage {
+		cs := []ContainerUsage{ctr("svc", "cpus:2.2", false, cpu(ts, 0.2*ts))}
+		for i := 0; i < 7; i++ {
+			c := ctr(fmt.Sprintf("t%d", i), "cpus:0.25", true, cpu(ts, 0.25*ts))
+			c.Allocated = c.Allocated.Add(resources.MustParse("cpus:0.1"))
+			cs = append(cs, c)
+		}
+		return cs
+	}
+	src := &script{snaps: []Snapshot{{Total: snap("cpus:2").Total, Containers: look(0)}, {Total: snap("cpus:2").Total, Containers: look(10)}}}
+	q, err := NewController(Config{QoSController: "interference"}, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, now := range []float64{0, 10} {
+		cs, err := q.Corrections(context.Background(), at(now))
+		if err != nil || len(cs) != 0 {
+			t.Fatalf("look %d: %v, %v; want no kills (0.2 + 7×0.25 of 2 cpus)", i, killed(cs), err)
+		}
 	}
 }

@@ -19,12 +19,12 @@ import (
 // throttled. A regular container's demand is its measured rate, or its
 // whole cpu allocation when it was throttled in at least
 // Config.ThrottleRatio of the periods (its rate then understates what it
-// wants). A revocable container claims its cpu allocation, what it was
+// wants). A revocable container claims its revocable cpus, what it was
 // lent, not its measured rate: a CPU-bound tenant fills every idle cycle at
 // its low CPU priority (--revocable_cpu_low_priority), and counting that
 // as demand would evict tenants that only use CPU nobody else wants. When
 //
-//	sum(regular demand) + sum(revocable allocation) > agent cpus
+//	sum(regular demand) + sum(revocable cpus lent) > agent cpus
 //
 // the lent CPU is wanted back: it kills revocable containers, largest
 // allocation first, until the excess is covered (the fewest kills). If
@@ -100,14 +100,14 @@ func (ic *interferenceController) Corrections(ctx context.Context, _ time.Time) 
 	}
 	lent := 0.0
 	for _, m := range revocable {
-		lent += m.c.Allocated.Scalar("cpus")
+		lent += lentCPUs(m.c)
 	}
 	excess := demand + lent - capacity
 	if excess <= 1e-9 || len(revocable) == 0 {
 		return nil, nil
 	}
 	sort.SliceStable(revocable, func(i, j int) bool {
-		a, b := revocable[i].c.Allocated.Scalar("cpus"), revocable[j].c.Allocated.Scalar("cpus")
+		a, b := lentCPUs(revocable[i].c), lentCPUs(revocable[j].c)
 		if a != b {
 			return a > b
 		}
@@ -122,10 +122,15 @@ func (ic *interferenceController) Corrections(ctx context.Context, _ time.Time) 
 			break
 		}
 		out = append(out, kill(m.c, "interference", why))
-		freed += m.c.Allocated.Scalar("cpus")
+		freed += lentCPUs(m.c)
 	}
 	return out, nil
 }
+
+// lentCPUs is what a revocable container was lent: its revocable cpus.
+// The regular cpus it may also hold (a command executor's 0.1) were never
+// part of the estimate and come out of no regular container's share.
+func lentCPUs(c ContainerUsage) float64 { return c.Allocated.Revocable().Scalar("cpus") }
 
 // measure compares c's statistics with its previous sample.
 func (ic *interferenceController) measure(c ContainerUsage) measured {

@@ -121,7 +121,7 @@ func TestInterferenceKillsOnlyRevocable(t *testing.T) {
 				}
 				if c.Revocable() {
 					// A revocable container claims what it was lent.
-					r = c.Allocated.Scalar("cpus")
+					r = c.Allocated.Revocable().Scalar("cpus")
 					revAllocs = append(revAllocs, r)
 				}
 				rates[c.ContainerID] = r
