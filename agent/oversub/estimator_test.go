@@ -108,6 +108,10 @@ func TestSlackEstimator(t *testing.T) {
 			{now: 0, snap: snap("cpus:8", regular(0, 0), ctr("batch", "cpus:1", true, cpu(0, 0)))},
 			{now: 15, snap: snap("cpus:8", regular(15, 7.5), ctr("batch", "cpus:1", true, cpu(15, 15))), cpus: 2.1},
 		}},
+		{name: "never more than the agent's total less the margin and the usage", steps: []slackStep{
+			{now: 0, snap: snap("cpus:2", ctr("svc", "cpus:2.2", false, cpu(0, 0)))},
+			{now: 15, snap: snap("cpus:2", ctr("svc", "cpus:2.2", false, cpu(15, 6))), cpus: 2*0.9 - 0.4},
+		}},
 		{name: "idle revocable containers are no source of slack", steps: []slackStep{
 			{now: 0, snap: snap("cpus:8", ctr("batch", "cpus:2", true, cpu(0, 0)))},
 			{now: 15, snap: snap("cpus:8", ctr("batch", "cpus:2", true, cpu(15, 0))), wantNone: true},

@@ -58,7 +58,7 @@ func (e *slackEstimator) Oversubscribable(ctx context.Context, now time.Time) (r
 	if err != nil {
 		return resources.Resources{}, err
 	}
-	lend := map[string]float64{}
+	lend, used := map[string]float64{}, map[string]float64{}
 	var held resources.Resources
 	live := map[string]bool{}
 	for _, c := range s.Containers {
@@ -81,6 +81,7 @@ func (e *slackEstimator) Oversubscribable(ctx context.Context, now time.Time) (r
 			if a <= 0 || !ok {
 				continue
 			}
+			used[n] += u
 			if l := a*(1-e.margin) - u; l > 0 {
 				lend[n] += l
 			}
@@ -94,7 +95,17 @@ func (e *slackEstimator) Oversubscribable(ctx context.Context, now time.Time) (r
 	held = unallocated(held)
 	var out []*mesos.Resource
 	for _, n := range e.names {
-		v := quantize(n, lend[n]-held.Scalar(n))
+		l := lend[n]
+		if t := s.Total.Scalar(n); t > 0 {
+			// Never past the agent itself, less the margin: allocations
+			// may add up to more than its total (each command executor's
+			// 0.1 cpus are outside it), and the QoS controllers compare
+			// what was lent with the total. Lending the allocations' 90%
+			// of an agent whose cpus they all hold left no margin, and the
+			// interference controller evicted tenants at every blip.
+			l = min(l, t*(1-e.margin)-used[n])
+		}
+		v := quantize(n, l-held.Scalar(n))
 		if v <= 0 {
 			continue
 		}
