@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"mezzo/agent/containerizer"
@@ -133,7 +134,16 @@ func (a *core) estimated(est resources.Resources, err error) {
 // forwardEstimate computes the total of the latest estimate and sends it
 // if Mesos's rule says so.
 func (a *core) forwardEstimate() {
-	total, send := a.ovs.fwd.Next(a.ovs.estimate, a.usageSnapshot().Containers)
+	// A revocable container being killed holds nothing any more as far as
+	// the master should know: its resources come back with its tasks' end,
+	// and a total still counting them would have them offered again at
+	// once (the bench's tenants were evicted and relaunched in a loop).
+	held := a.usageSnapshot().Containers
+	held = slices.DeleteFunc(held, func(c oversub.ContainerUsage) bool {
+		e := a.executorByContainer(c.ContainerID)
+		return e != nil && e.phase == phaseTerminating && c.Revocable()
+	})
+	total, send := a.ovs.fwd.Next(a.ovs.estimate, held)
 	a.ovs.total = total
 	if !send {
 		return
@@ -198,6 +208,11 @@ func (a *core) corrected(cs []oversub.Correction, err error) {
 	if killed > 0 {
 		a.ovs.lastRound = a.clock.Now()
 		next = max(next, a.cfg.Oversubscription.QoSCorrectionIntervalMin)
+		if a.ovs.haveEstimate {
+			// Tell the master now, before the tasks' ends free what the
+			// killed containers held, that it is not to be offered again.
+			a.forwardEstimate()
+		}
 	}
 	a.armQoS(next)
 }

@@ -490,3 +490,27 @@ func TestPureQoSCorrectionInterval(t *testing.T) {
 	o.ovsRun()
 	o.want("qos look over 2 container(s)", "destroy EB2 grace=0s")
 }
+
+// A QoS correction lowers the total sent to the master at once, before the
+// killed container's tasks end: otherwise the master, getting their
+// resources back with the old total, offers them again at once and the
+// tenant is relaunched only to be evicted (the bench's churn).
+func TestPureCorrectionLowersTheTotalAtOnce(t *testing.T) {
+	load := 1.0
+	o := newOvsAgent(t, "cpus:4;mem:4096", oversub.Config{
+		ResourceEstimator: "fixed", FixedResources: "cpus:3",
+		QoSController:     "load",
+		LoadThreshold5Min: proto.Float64(3),
+		LoadAverage:       func() (oversub.LoadAverage, error) { return oversub.LoadAverage{Five: load}, nil },
+	})
+	o.running(fwInfo("F1", mesos.FrameworkInfo_Capability_REVOCABLE_RESOURCES),
+		withResources(pureCustomTask("B1", "EB1"), "cpus:1;mem:64", "slack"))
+	o.startOversubscription()
+	o.ovsRun()
+	o.want("estimate over 1 container(s)", "master UPDATE_RESOURCES "+slack("cpus:3").String()+" throttle-able")
+	load = 7
+	o.advance(qosSamplePeriod)
+	o.want("qos look over 1 container(s)")
+	o.ovsRun()
+	o.want("destroy EB1 grace=0s", "master UPDATE_RESOURCES "+slack("cpus:2").String()+" throttle-able")
+}
