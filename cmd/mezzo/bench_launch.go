@@ -165,26 +165,9 @@ func runLaunchBench(ctx context.Context, cfg launchBenchConfig) (*launchResult, 
 	clusterCtx, stopCluster := context.WithCancel(context.Background())
 	defer stopCluster()
 
-	mfs := flag.NewFlagSet("master", flag.ContinueOnError)
-	mf := addMasterFlags(mfs)
-	// Set by flag name, as a user would: the registry is not what is
-	// measured, and the allocation interval bounds how soon freed
-	// resources are offered again.
-	for k, v := range map[string]string{"registry": "in_memory", "allocation_interval": cfg.allocInterval.String()} {
-		if mfs.Lookup(k) != nil {
-			if err := mfs.Set(k, v); err != nil {
-				return nil, fmt.Errorf("master flag --%s: %w", k, err)
-			}
-		}
-	}
-	mln, err := net.Listen("tcp", "127.0.0.1:0")
+	m, err := startBenchMaster(clusterCtx, cfg.allocInterval, cfg.log)
 	if err != nil {
 		return nil, err
-	}
-	m, err := startMaster(clusterCtx, mf, mfs, mln, cfg.log.With("component", "master"))
-	if err != nil {
-		mln.Close()
-		return nil, fmt.Errorf("master: %w", err)
 	}
 	afs := flag.NewFlagSet("agent", flag.ContinueOnError)
 	af := addAgentFlags(afs, true)
@@ -471,4 +454,30 @@ func currentUser() string {
 		return "root"
 	}
 	return strconv.Itoa(os.Geteuid())
+}
+
+// startBenchMaster starts a master in this process on a free loopback
+// port for a benchmark. Its flags are set by name, as a user would: the
+// registry is in memory (not what is measured), and the allocation
+// interval bounds how soon freed resources are offered again.
+func startBenchMaster(ctx context.Context, allocInterval time.Duration, log *slog.Logger) (*runningMaster, error) {
+	mfs := flag.NewFlagSet("master", flag.ContinueOnError)
+	mf := addMasterFlags(mfs)
+	for k, v := range map[string]string{"registry": "in_memory", "allocation_interval": allocInterval.String()} {
+		if mfs.Lookup(k) != nil {
+			if err := mfs.Set(k, v); err != nil {
+				return nil, fmt.Errorf("master flag --%s: %w", k, err)
+			}
+		}
+	}
+	mln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	m, err := startMaster(ctx, mf, mfs, mln, log.With("component", "master"))
+	if err != nil {
+		mln.Close()
+		return nil, fmt.Errorf("master: %w", err)
+	}
+	return m, nil
 }

@@ -384,23 +384,9 @@ func runOvsMode(ctx context.Context, cfg ovsConfig, mode string) (_ *ovsRun, err
 
 	clusterCtx, stopCluster := context.WithCancel(context.Background())
 	defer stopCluster()
-	mfs := flag.NewFlagSet("master", flag.ContinueOnError)
-	mf := addMasterFlags(mfs)
-	for k, v := range map[string]string{"registry": "in_memory", "allocation_interval": "100ms"} {
-		if mfs.Lookup(k) != nil {
-			if err := mfs.Set(k, v); err != nil {
-				return nil, fmt.Errorf("master flag --%s: %w", k, err)
-			}
-		}
-	}
-	mln, err := net.Listen("tcp", "127.0.0.1:0")
+	m, err := startBenchMaster(clusterCtx, 100*time.Millisecond, cfg.log)
 	if err != nil {
 		return nil, err
-	}
-	m, err := startMaster(clusterCtx, mf, mfs, mln, cfg.log.With("component", "master"))
-	if err != nil {
-		mln.Close()
-		return nil, fmt.Errorf("master: %w", err)
 	}
 	afs := flag.NewFlagSet("agent", flag.ContinueOnError)
 	af := addAgentFlags(afs, true)
