@@ -339,10 +339,19 @@ func waitLeaderReady(ctx context.Context, masters []*runningMaster, n int, timeo
 
 // waitAllStopped waits (bounded) for the servers to finish shutting down.
 func waitAllStopped(masters []*runningMaster, agents []*runningAgent) {
-	timeout := time.After(10 * time.Second)
+	// Bounded by more than an executor's shutdown grace (5 s by default):
+	// an agent stopping with killOnExit destroys its containers on its
+	// loop, and returning before that ends would let this process exit
+	// with the destroys half done and the tasks still running.
+	timeout := time.After(30 * time.Second)
 	for _, a := range agents {
 		select {
-		case <-a.done:
+		case <-a.done: // its HTTP server
+		case <-timeout:
+			return
+		}
+		select {
+		case <-a.a.Done(): // its loop, containers destroyed
 		case <-timeout:
 			return
 		}
