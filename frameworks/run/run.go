@@ -30,8 +30,7 @@ func Run(ctx context.Context, opts Options) (exitCode int, err error) {
 		return ExitUsage, err
 	}
 	var need []resources.Resources
-	var rev *scheduler.Need     // a revocable run's need (nil: regular)
-	var scalars *scheduler.Need // a regular run's need when only scalars
+	var take *scheduler.Need // a need scheduler.Take serves (nil: need's shapes)
 	if opts.Task != nil {
 		// The task file's resources, as written (ParseTask validated them).
 		r, err := resources.FromProto(opts.Task.GetResources())
@@ -44,12 +43,12 @@ func Run(ctx context.Context, opts Options) (exitCode int, err error) {
 		if err != nil {
 			return ExitUsage, err
 		}
-		rev = &n
+		take = &n
 		need = []resources.Resources{needResources(n)}
 	} else if need, err = wanted(opts.Resources, opts.Role); err != nil {
 		return ExitUsage, fmt.Errorf("--resources: %w", err)
 	} else if n, err := scheduler.ParseNeed(opts.Resources); err == nil {
-		scalars = &n
+		take = &n
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -78,8 +77,7 @@ func Run(ctx context.Context, opts Options) (exitCode int, err error) {
 			Revocable:  opts.Revocable,
 			Clock:      opts.Clock,
 		}),
-		rev:     rev,
-		scalars: scalars,
+		take: take,
 	}
 	// Every way out stops the output's follower (finishOutput drained it
 	// already on a task's end).
@@ -133,11 +131,12 @@ var errTimedOut = errors.New("timed out")
 
 // runner is the framework's state, owned by Run's goroutine.
 type runner struct {
-	opts       Options
-	client     *scheduler.Client
-	need       []resources.Resources // acceptable shapes of the task's resources
-	rev        *scheduler.Need       // a revocable run's need (revocable.go); nil: need
-	scalars    *scheduler.Need       // a regular run of scalars only: taken with scheduler.Take; nil: need's shapes
+	opts   Options
+	client *scheduler.Client
+	need   []resources.Resources // acceptable shapes of the task's resources
+	// take is the need when scheduler.Take serves it: a revocable run's
+	// (revocable.go), or a regular run of scalars only; nil: need's shapes.
+	take       *scheduler.Need
 	taskID     *mesos.TaskID
 	agentID    *mesos.AgentID // where the task was launched, once it was
 	state      launchState
@@ -300,15 +299,12 @@ func (r *runner) offers(ctx context.Context, offers []*mesos.Offer) error {
 // the wanted shapes (a revocable run: its need, cpus from revocable
 // resources).
 func (r *runner) match(g scheduler.AgentOffers) (resources.Resources, bool) {
-	if r.rev != nil {
-		got, _, ok := scheduler.Take(g.Resources, *r.rev)
-		return got, ok
-	}
-	if r.scalars != nil {
+	if r.take != nil {
 		// The role's reservations first, then unreserved resources, mixed
 		// within a name as mesos-execute's Resources::find does, so
-		// "cpus:1.5" runs on cpus(web):1 plus cpus:0.5.
-		got, _, ok := scheduler.Take(g.Resources, *r.scalars)
+		// "cpus:1.5" runs on cpus(web):1 plus cpus:0.5; a revocable run's
+		// cpus from revocable resources.
+		got, _, ok := scheduler.Take(g.Resources, *r.take)
 		return got, ok
 	}
 	for _, want := range r.need {

@@ -172,8 +172,8 @@ func (r *runner) noteWaiting(ctx context.Context) {
 	if err != nil {
 		why = fmt.Sprintf("cannot read the agents' resources: %v", err)
 	} else {
-		if r.rev != nil {
-			why = WhyWaitingRevocable(*r.rev, agents)
+		if r.opts.Revocable && r.take != nil {
+			why = WhyWaitingRevocable(*r.take, agents)
 		} else {
 			why = WhyWaiting(r.need[0].Scalars(), agents)
 		}
