@@ -149,6 +149,18 @@ func (st *logState) regrade(level hclog.Level, msg string, args []any) hclog.Lev
 		return st.throttled(p, min(level, report))
 	}
 	switch {
+	case msg == "appendEntries rejected, sending older logs":
+		// The leader's side of a follower that lacks entries: one that
+		// just joined with an empty log or was down a while. Raft backs
+		// up and sends what is missing; that is replication working, not
+		// a fault (a follower that stays down is reported as a peer
+		// failure). Once a minute per peer.
+		return st.throttled("catch-up "+peerKey(argValue(args, "peer")), min(level, hclog.Info))
+	case msg == "failed to get previous log" && argUint(args, "last-index") < argUint(args, "previous-index"):
+		// The follower's side of the same: the leader's entry comes after
+		// this node's last one. A mismatch inside the log (a divergent
+		// entry) keeps Raft's WARN.
+		return st.throttled("catch-up", min(level, hclog.Info))
 	case msg == "heartbeat timeout reached, starting election":
 		// Every node starts as a follower and campaigns once its
 		// heartbeat timeout passes without a leader. With no leader
@@ -237,6 +249,15 @@ func argString(args []any, key string) string {
 		return string(v)
 	}
 	return ""
+}
+
+// argUint returns the value of key among hclog's key/value args as an
+// unsigned integer (0 if absent or of another type).
+func argUint(args []any, key string) uint64 {
+	if v, ok := argValue(args, key).(uint64); ok {
+		return v
+	}
+	return 0
 }
 
 // isShutdown reports whether a message's "error" is Raft's transport

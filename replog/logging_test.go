@@ -34,6 +34,12 @@ func TestRegrade(t *testing.T) {
 		{"pre-vote notice", hclog.Warn, "pre-vote is disabled because it is not supported by the Transport", nil, false, hclog.Debug},
 		{"snapshot chatter", hclog.Info, "starting snapshot up to", []any{"index", 10}, false, hclog.Debug},
 		{"leadership stays INFO", hclog.Info, "entering leader state", nil, false, hclog.Info},
+		{"leader: a new or returning follower lacks entries", hclog.Warn, "appendEntries rejected, sending older logs",
+			[]any{"peer", raft.Server{ID: "b:6050", Address: "b:6050"}, "next", uint64(1)}, false, hclog.Info},
+		{"follower: behind the leader (an empty log)", hclog.Warn, "failed to get previous log",
+			[]any{"previous-index", uint64(1), "last-index", uint64(0), "error", raft.ErrLogNotFound}, false, hclog.Info},
+		{"follower: an entry missing inside its log", hclog.Warn, "failed to get previous log",
+			[]any{"previous-index", uint64(5), "last-index", uint64(9), "error", raft.ErrLogNotFound}, false, hclog.Warn},
 		{"a real warning", hclog.Warn, "failed to contact quorum of nodes, stepping down", nil, false, hclog.Warn},
 	} {
 		st := newLogState(Config{single: tc.single})
