@@ -143,7 +143,7 @@ func (m *fakeMaster) nextSub(t *testing.T) *fakeSub {
 	select {
 	case s := <-m.subs:
 		return s
-	case <-time.After(20 * time.Second):
+	case <-time.After(waitLimit):
 		t.Fatal("the agent did not subscribe")
 		return nil
 	}
@@ -152,7 +152,7 @@ func (m *fakeMaster) nextSub(t *testing.T) *fakeSub {
 // waitCall waits for a call matching pred that no earlier waitCall took.
 func (m *fakeMaster) waitCall(t *testing.T, what string, pred func(*protocol.AgentCall) bool) *protocol.AgentCall {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(waitLimit)
 	for {
 		m.mu.Lock()
 		for i, c := range m.calls {
@@ -334,10 +334,15 @@ func (ta *testAgent) metric(t *testing.T, key string) float64 {
 	return got
 }
 
+// waitLimit bounds the harness's waits on a condition. Only a failing
+// test waits it out; under the full suite's load a Docker kill was seen to
+// take more than 20 s.
+const waitLimit = time.Minute
+
 // eventually polls cond until it holds or the deadline passes.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(waitLimit)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)

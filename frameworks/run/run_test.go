@@ -24,7 +24,10 @@ import (
 	"mezzo/scheduler/schedulertest"
 )
 
-const wait = 5 * time.Second
+// wait bounds every wait on a condition: generous, since the whole suite
+// shares two cores with Docker and browsers under CI (5 s was seen to pass
+// by), and only a failing test waits it out.
+const wait = 30 * time.Second
 
 // uniqueID is a generated task ID: the name and 8 random hex digits.
 var uniqueID = regexp.MustCompile(`^[a-z-]+-[0-9a-f]{8}$`)
