@@ -157,7 +157,19 @@ func (c cgroupsUsager) Recover(ctx context.Context, ids []string) error {
 	return nil
 }
 
-var _ containerizer.RecoveringIsolator = cgroupsUsager{}
+// BeforeKill implements containerizer.Killer by forwarding to the cgroups
+// isolator (lifting a dying container's CPU limits).
+func (c cgroupsUsager) BeforeKill(id string) error {
+	if k, ok := c.Isolator.(containerizer.Killer); ok {
+		return k.BeforeKill(id)
+	}
+	return nil
+}
+
+var (
+	_ containerizer.RecoveringIsolator = cgroupsUsager{}
+	_ containerizer.Killer             = cgroupsUsager{}
+)
 
 type cgroupsLimiter struct {
 	cgroupsUsager

@@ -40,6 +40,16 @@ type Usager interface {
 	Usage(containerID string) (*mesos.ResourceStatistics, error)
 }
 
+// Killer is an optional interface of isolators whose limits would slow a
+// container's death. The mesos containerizer calls BeforeKill just before
+// it SIGKILLs the container's processes (not before a graceful SIGTERM:
+// a process given a grace period keeps its limits through it); an error is
+// logged and the kill goes on.
+type Killer interface {
+	Isolator
+	BeforeKill(containerID string) error
+}
+
 // RecoveringIsolator is an optional interface of isolators that keep state
 // outside the process (cgroups). After an agent restart the mesos
 // containerizer's Recover calls Recover once, before it waits on any

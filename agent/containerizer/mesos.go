@@ -395,12 +395,25 @@ func (m *Mesos) Destroy(ctx context.Context, id string, grace time.Duration) err
 			t.Stop()
 		}
 	}
+	m.beforeKill(id)
 	p.signalGroup(syscall.SIGKILL)
 	select {
 	case <-p.done:
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("destroy %s: %w", id, ctx.Err())
+	}
+}
+
+// beforeKill lets the Killer isolators lift what would slow the
+// container's death.
+func (m *Mesos) beforeKill(id string) {
+	for _, iso := range m.isolators {
+		if k, ok := iso.(Killer); ok {
+			if err := k.BeforeKill(id); err != nil {
+				m.log.Warn("isolator could not prepare the kill", "isolator", iso.Name(), "container", id, "err", err)
+			}
+		}
 	}
 }
 

@@ -353,3 +353,42 @@ func TestOnForkThread(t *testing.T) {
 		t.Fatalf("Wait = %+v, %v", term, err)
 	}
 }
+
+// killerIsolator records, at BeforeKill, whether the container's process
+// was still alive (the hook must run before SIGKILL, not after the death).
+type killerIsolator struct {
+	recordingIsolator
+	pid   func() int
+	alive chan bool
+}
+
+func (k *killerIsolator) BeforeKill(id string) error {
+	k.alive <- syscall.Kill(k.pid(), 0) == nil
+	return errors.New("cannot lift limits") // logged; the kill goes on
+}
+
+// TestDestroyCallsBeforeKill: Destroy lets Killer isolators act on the
+// live container before SIGKILL, once, and kills it even when they fail.
+func TestDestroyCallsBeforeKill(t *testing.T) {
+	m := newTestMesos(t, nil)
+	var pid int
+	iso := &killerIsolator{pid: func() int { return pid }, alive: make(chan bool, 2)}
+	m.isolators = []Isolator{iso}
+	c, err := m.Launch(waitCtx(t), shell("k", t.TempDir(), `sleep 60`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid = c.Pid
+	if err := m.Destroy(waitCtx(t), "k", 0); err != nil {
+		t.Fatal(err)
+	}
+	if alive := <-iso.alive; !alive {
+		t.Error("BeforeKill ran after the process died")
+	}
+	if term, _ := m.Wait(waitCtx(t), "k"); term.Signal != int(syscall.SIGKILL) {
+		t.Errorf("termination %+v, want SIGKILL", term)
+	}
+	if len(iso.alive) != 0 {
+		t.Error("BeforeKill ran more than once")
+	}
+}

@@ -2,6 +2,7 @@ package cgroups
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"mezzo/agent/containerizer"
@@ -45,6 +46,7 @@ var (
 	_ Limiter                = MemIsolator{}
 
 	_ containerizer.RecoveringIsolator = (*Isolator)(nil)
+	_ containerizer.Killer             = (*Isolator)(nil)
 )
 
 // NewIsolator builds the isolator named name for the controllers, on the
@@ -114,6 +116,16 @@ func (i *Isolator) Cleanup(_ context.Context, containerID string) error {
 		}
 	}
 	return first
+}
+
+// BeforeKill implements containerizer.Killer: an isolator with a cpu
+// cgroup lifts the container's CPU limits (Manager.Unthrottle), so that
+// its processes, SIGKILLed next, exit at once even on a busy machine.
+func (i *Isolator) BeforeKill(containerID string) error {
+	if !slices.Contains(i.ctrls, CPU) {
+		return nil
+	}
+	return i.m.Unthrottle(containerID)
 }
 
 // Usage implements Usager. The statistics are stamped when the counters

@@ -29,6 +29,7 @@ func (m *Manager) Kill(id string) error {
 	if err := checkID(id); err != nil {
 		return err
 	}
+	_ = m.Unthrottle(id) // best effort: only a quicker end is at stake
 	deadline := time.Now().Add(killTimeout)
 	if m.version == V2 {
 		dir := m.dir("", id)
@@ -130,4 +131,32 @@ func minTime(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// Unthrottle lifts the CPU limits of a container whose processes are about
+// to be killed: cpu shares (v2: weight) back to the kernel's default for a
+// group, and no CFS quota. A SIGKILLed process still has to be scheduled to
+// exit, and one holding revocable cpus at 16 shares per cpu
+// (--revocable_cpu_low_priority) waited 2–3 s for its turn beside a
+// service using every core: the QoS correction that was to give the
+// service its CPU back took that long to end. A container without a cpu
+// cgroup (or one gone already) is not an error.
+func (m *Manager) Unthrottle(id string) error {
+	if err := checkID(id); err != nil {
+		return err
+	}
+	var writes [][2]string // file, value
+	if m.version == V2 {
+		dir := m.dir("", id)
+		writes = [][2]string{{filepath.Join(dir, "cpu.weight"), "100"}, {filepath.Join(dir, "cpu.max"), "max"}}
+	} else if dir := m.dir("cpu", id); dir != "" {
+		writes = [][2]string{{filepath.Join(dir, "cpu.shares"), "1024"}, {filepath.Join(dir, "cpu.cfs_quota_us"), "-1"}}
+	}
+	var first error
+	for _, w := range writes {
+		if err := os.WriteFile(w[0], []byte(w[1]), 0o644); err != nil && !errors.Is(err, os.ErrNotExist) && first == nil {
+			first = fmt.Errorf("cgroups: container %s: %w", id, err)
+		}
+	}
+	return first
 }

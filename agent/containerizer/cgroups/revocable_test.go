@@ -108,3 +108,31 @@ func TestRevocableLosesTheCPU(t *testing.T) {
 		t.Errorf("the regular container got %.3f cpu seconds, %.1f%% of the contested CPU; want at least 80%%", used["regular"], 100*share)
 	}
 }
+
+// A container about to be killed gets its CPU limits lifted (default
+// shares, no CFS quota): a SIGKILLed process must still be scheduled to
+// exit, and at 16 shares per cpu beside a busy service it waited seconds.
+func TestUnthrottleV1(t *testing.T) {
+	m := testV1(t, Config{RevocableCPULowPriority: true, EnableCFS: true})
+	rs := []*mesos.Resource{revocableCPUs(0.25), scalar("mem", 64)}
+	if err := m.Prepare("tenant", CPU, rs, nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Release("tenant", CPU) })
+	dir := m.dir("cpu", "tenant")
+	if got := readTrim(t, filepath.Join(dir, "cpu.shares")); got != "4" {
+		t.Fatalf("before: cpu.shares = %s, want 4 (16 per revocable cpu)", got)
+	}
+	if err := m.Unthrottle("tenant"); err != nil {
+		t.Fatal(err)
+	}
+	if got := readTrim(t, filepath.Join(dir, "cpu.shares")); got != "1024" {
+		t.Errorf("cpu.shares = %s, want 1024", got)
+	}
+	if got := readTrim(t, filepath.Join(dir, "cpu.cfs_quota_us")); got != "-1" {
+		t.Errorf("cpu.cfs_quota_us = %s, want -1", got)
+	}
+	if err := m.Unthrottle("never-made"); err != nil {
+		t.Errorf("a container without cgroups: %v", err)
+	}
+}

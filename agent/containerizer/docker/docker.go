@@ -103,8 +103,11 @@ type ctr struct {
 	started  time.Time
 	cpus     float64 // for Usage's cpus_limit
 	memLimit int64
-	logsDone chan struct{} // closed when the follower has stopped
-	done     chan struct{} // closed once term is set
+	// cpuCapped: the container has fewer cpu shares than one cpu's or a
+	// CFS quota, which Destroy lifts before SIGKILL (engine.unthrottle).
+	cpuCapped bool
+	logsDone  chan struct{} // closed when the follower has stopped
+	done      chan struct{} // closed once term is set
 
 	stopSignal string
 	destroyed  bool
@@ -247,6 +250,13 @@ func (d *Docker) Destroy(ctx context.Context, id string, grace time.Duration) er
 		case <-t.C():
 		case <-ctx.Done():
 			t.Stop()
+		}
+	}
+	if c.cpuCapped {
+		// A process killed at 16 shares beside a busy service waits
+		// seconds to be scheduled and exit (see cgroups.Manager.Unthrottle).
+		if err := d.engine.unthrottle(context.WithoutCancel(ctx), c.dockerID); err != nil {
+			d.log.Warn("lifting the cpu limits of a container before killing it", "container", id, "err", err)
 		}
 	}
 	if err := d.engine.kill(context.WithoutCancel(ctx), c.dockerID, "SIGKILL"); err != nil {

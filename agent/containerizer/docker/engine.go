@@ -124,6 +124,18 @@ func (e *engine) kill(ctx context.Context, id, signal string) error {
 	return err
 }
 
+// unthrottle gives a container one cpu's shares and no CFS quota (-1
+// removes it), so that its processes, about to be killed, get scheduled
+// to exit. A container that is gone is not an error.
+func (e *engine) unthrottle(ctx context.Context, id string) error {
+	_, err := e.api.ContainerUpdate(ctx, id, client.ContainerUpdateOptions{
+		Resources: &container.Resources{CPUShares: cpuSharesPerCPU, CPUQuota: -1}})
+	if isConflict(err) || isNotFound(err) {
+		return nil
+	}
+	return err
+}
+
 // inspect returns the container's description; State, Config and
 // HostConfig are never nil.
 func (e *engine) inspect(ctx context.Context, id string) (*container.InspectResponse, error) {

@@ -659,3 +659,36 @@ func TestComposite(t *testing.T) {
 		t.Error("Docker() is not the docker containerizer")
 	}
 }
+
+// A revocable container at low cpu priority and under a CFS quota is
+// given one cpu's shares and no quota before SIGKILL, so that it dies at
+// once even on a busy machine (a QoS correction waited 2–3 s for it).
+func TestDestroyLiftsCPULimits(t *testing.T) {
+	t.Parallel()
+	cl, image := realEngine(t)
+	d := newTest(t, Config{EnableCFS: true, RevocableCPULowPriority: true})
+	ctx := ctxT(t)
+	tk := task(image, mesos.ContainerInfo_DockerInfo_NONE, "sleep")
+	tk.Resources[0].Revocable = &mesos.Resource_RevocableInfo{ThrottleInfo: &mesos.Resource_RevocableInfo_ThrottleInfo{}}
+	if _, err := d.LaunchTask(ctx, TaskLaunch{ContainerID: "tenant", Sandbox: t.TempDir(), Task: tk}); err != nil {
+		t.Fatal(err)
+	}
+	dockerID, _ := d.DockerID("tenant")
+	info, err := cl.inspect(ctx, dockerID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hc := info.HostConfig; hc.CPUShares != 4 || hc.CPUQuota != 25000 {
+		t.Fatalf("launched with %d shares, quota %d; want 4 and 25000", hc.CPUShares, hc.CPUQuota)
+	}
+	if err := d.Destroy(ctx, "tenant", 0); err != nil {
+		t.Fatal(err)
+	}
+	info, err = cl.inspect(ctx, dockerID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hc := info.HostConfig; hc.CPUShares != cpuSharesPerCPU || hc.CPUQuota > 0 {
+		t.Errorf("killed with %d shares, quota %d; want %d and none", hc.CPUShares, hc.CPUQuota, cpuSharesPerCPU)
+	}
+}

@@ -111,6 +111,7 @@ func (d *Docker) launch(ctx context.Context, s *spec) (containerizer.Container, 
 		done: make(chan struct{}), logsDone: make(chan struct{}), stopSignal: body.config.StopSignal}
 	c.cpus, _ = scalar(s.resources, "cpus")
 	c.memLimit = body.host.Memory
+	c.cpuCapped = cpuCapped(body.host.Resources)
 	d.live[s.containerID] = c // reserve the ID while launching
 	d.mu.Unlock()
 

@@ -91,6 +91,7 @@ func (d *Docker) reattach(ctx context.Context, id, dockerID string) (containeriz
 		id: id, name: info.Name, sandbox: sandbox, dockerID: dockerID,
 		pid: info.State.Pid, started: parseTime(info.State.StartedAt),
 		cpus: float64(info.HostConfig.CPUShares) / cpuSharesPerCPU, memLimit: info.HostConfig.Memory,
+		cpuCapped:  cpuCapped(info.HostConfig.Resources),
 		stopSignal: info.Config.StopSignal, recovered: true,
 		done: make(chan struct{}), logsDone: make(chan struct{}),
 	}

@@ -165,6 +165,12 @@ func portRanges(rs []*mesos.Resource) []*mesos.Value_Range {
 	return out
 }
 
+// cpuCapped reports whether a container's cpu resources hold it below
+// one cpu's shares or under a CFS quota.
+func cpuCapped(r container.Resources) bool {
+	return (r.CPUShares > 0 && r.CPUShares < cpuSharesPerCPU) || r.CPUQuota > 0
+}
+
 // setResources applies Mesos's rules: cpu shares = 1024 × cpus (at least
 // 2), or 16 × cpus when some cpus are revocable and lowPriority is set
 // (--revocable_cpu_low_priority); a cpu quota from the cpus limit, or from the request with
