@@ -168,7 +168,7 @@ func TestDockerTaskThroughAgent(t *testing.T) {
 		}
 		m.mu.Unlock()
 		if healthy == nil {
-			ta.clock.Advance(time.Second)
+			ta.advance(t, m, sub, time.Second)
 		}
 		return healthy != nil
 	})
@@ -249,10 +249,7 @@ func TestDockerTaskThroughAgent(t *testing.T) {
 		}
 		m.mu.Unlock()
 		if killed == nil {
-			// A ping first: advancing the clock must not make the agent
-			// think the master is gone.
-			ta2.sync(t, m, sub, 1)
-			ta2.clock.Advance(10 * time.Second)
+			ta2.advance(t, m, sub, 10*time.Second)
 		}
 		return killed != nil
 	})
@@ -336,8 +333,7 @@ func TestDockerTaskKilledByHealthCheck(t *testing.T) {
 		}
 		m.mu.Unlock()
 		if unhealthy == nil {
-			ta.sync(t, m, sub, 1)
-			ta.clock.Advance(time.Second)
+			ta.advance(t, m, sub, time.Second)
 		}
 		return unhealthy != nil
 	})
@@ -348,7 +344,8 @@ func TestDockerTaskKilledByHealthCheck(t *testing.T) {
 	// `sleep` as the container's first process ignores SIGTERM, so the
 	// kill waits the grace period on the agent's clock before SIGKILL:
 	// move the clock on while waiting (how far it moved while the health
-	// checks ran depends on the machine's load).
+	// checks ran depends on the machine's load), a PING before each step
+	// (advance).
 	var killed *mesos.TaskStatus
 	eventually(t, "sick TASK_KILLED", func() bool {
 		m.mu.Lock()
@@ -360,7 +357,7 @@ func TestDockerTaskKilledByHealthCheck(t *testing.T) {
 		}
 		m.mu.Unlock()
 		if killed == nil {
-			ta.clock.Advance(time.Second)
+			ta.advance(t, m, sub, time.Second)
 		}
 		return killed != nil
 	})

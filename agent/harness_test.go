@@ -296,6 +296,17 @@ func (ta *testAgent) sync(t *testing.T, m *fakeMaster, sub *fakeSub, epoch uint6
 	})
 }
 
+// advance moves the agent's clock by d after a PING (sync). The PING
+// resets the agent's watch on the master, which a clock moved on alone,
+// poll after poll, soon takes for a dead master: the agent re-subscribes
+// and holds its status updates for a SUBSCRIBED the test never sends
+// (seen under load, when the polls wait longer for what they watch).
+func (ta *testAgent) advance(t *testing.T, m *fakeMaster, sub *fakeSub, d time.Duration) {
+	t.Helper()
+	ta.sync(t, m, sub, 1)
+	ta.clock.Advance(d)
+}
+
 func (ta *testAgent) get(t *testing.T, path string) (int, []byte) {
 	t.Helper()
 	resp, err := http.Get(ta.srv.URL + path)

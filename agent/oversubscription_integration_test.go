@@ -55,7 +55,7 @@ func TestOversubscriptionRealProcesses(t *testing.T) {
 	// lends cpus.
 	var est resources.Resources
 	eventually(t, "an estimate with slack", func() bool {
-		ta.clock.Advance(15 * time.Second)
+		ta.advance(t, m, sub, 15*time.Second)
 		for _, c := range m.takeAll(ofType(protocol.AgentCall_UPDATE_RESOURCES)) {
 			r, err := resources.FromProto(c.GetUpdateResources().GetOversubscribed())
 			if err != nil {
