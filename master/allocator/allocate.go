@@ -74,7 +74,7 @@ func (c *core) allocate(now time.Time) runResult {
 	// Only agents that may have something to offer; in random order as
 	// Mesos does (so no agent is always first), or in the order they were
 	// added when shuffling is off (tests).
-	agents := c.candidates(c.agentBuf[:0])
+	agents := c.candidates(c.agentBuf[:0], c.runAgents())
 	if c.shuffle {
 		c.rng.Shuffle(len(agents), func(i, j int) { agents[i], agents[j] = agents[j], agents[i] })
 	} else {

@@ -26,10 +26,17 @@ type core struct {
 	// Agents by slot (a dense index, reused after removals), and the set of
 	// agents that may have something to offer as a bitmap over slots (see
 	// refreshCand).
-	slots      []*agent
-	freeSlots  []int
-	candBits   []uint64
-	ncand      int // bits set in candBits
+	slots     []*agent
+	freeSlots []int
+	cand      slotSet // agents that may have something to offer (refreshCand)
+	// offerCand ⊆ cand: those whose free pool also passes
+	// --min_allocatable_resources, or that have shared, revocable or lent
+	// resources. Without quotas (their headroom counts every free
+	// resource) or frameworks' own minimums, the other candidates can be
+	// offered nothing, and a run skips them without touching them: in a
+	// cluster full of tasks, agents with only disk and ports left. At
+	// 50,000 such agents every run visited them all (Fig. 10).
+	offerCand slotSet
 	agentSeq   uint64
 	nodeSeq    uint64 // framework sorter nodes created (filter bits)
 	frameworks map[string]*framework
@@ -108,7 +115,6 @@ type agent struct {
 	reserved bool // total holds reserved resources (slow path)
 	gpu      bool
 	removed  bool
-	cand     bool // in core.candBits
 	// hasShared: the total holds shared resources (shared below; read on
 	// every visit, so kept with the hot flags, in their padding).
 	hasShared bool
@@ -445,29 +451,32 @@ func refreshOfferable(f *framework) {
 	}
 }
 
-// refreshCand keeps c.candBits the set of agents that may have something
-// to offer (free resources, or revocable ones to offer or rescind), so runs
-// skip the rest without touching them. A bitmap rather than a list: taking
-// an agent out touches no other agent (a swap-remove would move another,
-// a cache miss in the middle of a run).
+// refreshCand keeps c.cand the set of agents that may have something to
+// offer (free resources, or revocable ones to offer or rescind), and
+// c.offerCand the part of it worth visiting when nothing below the minimum
+// can be offered, so runs skip the rest without touching them.
 func (c *core) refreshCand(a *agent) {
 	// Shared resources may be offered every run, even while in use.
-	want := a.freeQ.positive() || a.hasShared || !a.oversub.IsEmpty() || !a.revAllocd.IsEmpty() || (c.idleResvd && a.reserved)
+	other := a.hasShared || !a.oversub.IsEmpty() || !a.revAllocd.IsEmpty() || (c.idleResvd && a.reserved)
+	free := a.freeQ.positive()
+	// Allocatable quantities are never more than the free pool, and the
+	// minimum is monotone: a free pool below it leaves every role below it.
+	offer := other || (free && c.minAllocatableOK(a.freeQ))
 	if a.removed {
-		want = false
+		free, other, offer = false, false, false
 	}
-	if want == a.cand {
-		return
+	c.cand.set(a.slot, free || other)
+	c.offerCand.set(a.slot, offer)
+}
+
+// runAgents is the set a run visits: the candidates worth visiting when no
+// quota's headroom needs every free resource counted and no framework has
+// a minimum of its own (which may admit what the cluster's does not).
+func (c *core) runAgents() *slotSet {
+	if len(c.quotas) == 0 && c.ownMin == 0 {
+		return &c.offerCand
 	}
-	a.cand = want
-	w, bit := a.slot/64, uint64(1)<<(a.slot%64)
-	if want {
-		c.candBits[w] |= bit
-		c.ncand++
-	} else {
-		c.candBits[w] &^= bit
-		c.ncand--
-	}
+	return &c.cand
 }
 
 // addSlot gives a a slot.
@@ -480,9 +489,8 @@ func (c *core) addSlot(a *agent) {
 	}
 	a.slot = len(c.slots)
 	c.slots = append(c.slots, a)
-	if a.slot/64 >= len(c.candBits) {
-		c.candBits = append(c.candBits, 0)
-	}
+	c.cand.grow(a.slot)
+	c.offerCand.grow(a.slot)
 }
 
 // dropSlot frees a's slot (a is removed and no longer a candidate).
@@ -491,12 +499,15 @@ func (c *core) dropSlot(a *agent) {
 	c.freeSlots = append(c.freeSlots, a.slot)
 }
 
-// candidates appends the candidate agents, in slot order.
-func (c *core) candidates(out []*agent) []*agent {
-	if c.ncand == 0 {
+// candidates appends the agents of set (c.cand if nil), in slot order.
+func (c *core) candidates(out []*agent, set *slotSet) []*agent {
+	if set == nil {
+		set = &c.cand
+	}
+	if set.n == 0 {
 		return out
 	}
-	for w, word := range c.candBits {
+	for w, word := range set.bits {
 		for word != 0 {
 			b := bits.TrailingZeros64(word)
 			word &= word - 1
@@ -504,6 +515,37 @@ func (c *core) candidates(out []*agent) []*agent {
 		}
 	}
 	return out
+}
+
+// slotSet is a set of agent slots as a bitmap. A bitmap rather than a
+// list: taking an agent out touches no other agent (a swap-remove would
+// move another, a cache miss in the middle of a run).
+type slotSet struct {
+	bits []uint64
+	n    int // bits set
+}
+
+// grow makes room for slot.
+func (s *slotSet) grow(slot int) {
+	for slot/64 >= len(s.bits) {
+		s.bits = append(s.bits, 0)
+	}
+}
+
+// has reports whether slot is in the set.
+func (s *slotSet) has(slot int) bool { return s.bits[slot/64]&(1<<(slot%64)) != 0 }
+
+// set puts slot in the set or takes it out.
+func (s *slotSet) set(slot int, in bool) {
+	if s.has(slot) == in {
+		return
+	}
+	s.bits[slot/64] ^= 1 << (slot % 64)
+	if in {
+		s.n++
+	} else {
+		s.n--
+	}
 }
 
 func (c *core) forgetRevoking(a *agent, fid string) {

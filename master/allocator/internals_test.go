@@ -115,7 +115,7 @@ func TestCandidatesBitmap(t *testing.T) {
 				}
 			}
 			var got, want []string
-			for _, a := range c.candidates(nil) {
+			for _, a := range c.candidates(nil, nil) {
 				got = append(got, a.id)
 			}
 			for id := range live {
@@ -297,5 +297,43 @@ func TestFilterBitReuse(t *testing.T) {
 	}
 	if a.filterMask&fresh.fbit == 0 || len(a.filters) != 1 || fresh.nfilters != 1 || old.nfilters != 0 {
 		t.Fatalf("after expiry: mask %x, %d entries, nfilters fresh %d old %d", a.filterMask, len(a.filters), fresh.nfilters, old.nfilters)
+	}
+}
+
+// TestOfferCandidates: an agent whose free pool is below
+// --min_allocatable_resources (disk only, as in a cluster full of tasks)
+// stays a candidate but is not visited by a run, unless a quota (its
+// headroom counts every free resource) or a framework's own minimum
+// (which may admit it) needs it.
+func TestOfferCandidates(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	c := newCore(Options{Interval: time.Second})
+	c.addAgent("a0", nil, resources.MustParse("cpus:1;mem:64;disk:100"), nil)
+	c.addFramework("f", &mesos.FrameworkInfo{Role: proto.String("r")}, nil, true, FrameworkOptions{})
+	offered := c.allocate(now).offers["f"]["r"]["a0"]
+	if offered.Scalar("disk") != 100 {
+		t.Fatalf("offered %v, want the whole agent", offered)
+	}
+	// The framework keeps the cpus and mem, and gives the disk back.
+	c.recoverResources("f", "a0", resources.MustParse("disk:100"), nil, now)
+	slot := c.agents["a0"].slot
+	if !c.cand.has(slot) || c.offerCand.has(slot) {
+		t.Fatalf("disk only free: candidate %v, offer candidate %v; want true, false", c.cand.has(slot), c.offerCand.has(slot))
+	}
+	if got := c.runAgents(); got != &c.offerCand {
+		t.Error("no quota and no framework minimum: the run does not visit the offer candidates only")
+	}
+	if res := c.allocate(now); len(res.offers) != 0 {
+		t.Errorf("offered %v below the minimum", res.offers)
+	}
+	c.updateQuota("r", Quota{Guarantees: map[string]float64{"disk": 50}})
+	if got := c.runAgents(); got != &c.cand {
+		t.Error("with a quota the run does not visit every candidate")
+	}
+	c.updateQuota("r", Quota{})
+	// What the framework gives back passes the minimum again.
+	c.recoverResources("f", "a0", resources.MustParse("cpus:1;mem:64"), nil, now)
+	if !c.offerCand.has(slot) {
+		t.Error("cpus and mem free again, but not an offer candidate")
 	}
 }

@@ -336,11 +336,15 @@ func checkCachedBits(t *rapid.T, c *core) {
 				t.Fatalf("agent %s: %s in %s holds %s but keeps quantities %v, unreserved %v", a.id, x.fw, x.role, x.res, x.q, x.uq)
 			}
 		}
-		if a.freeQ.positive() && !a.cand {
+		cand, offerCand := c.cand.has(a.slot), c.offerCand.has(a.slot)
+		if a.freeQ.positive() && !cand {
 			t.Fatalf("agent %s: free %v but not a candidate", a.id, a.freeQ)
 		}
-		if a.cand != (c.candBits[a.slot/64]&(1<<(a.slot%64)) != 0) || c.slots[a.slot] != a {
-			t.Fatalf("agent %s: candidate bit or slot %d out of step", a.id, a.slot)
+		if a.freeQ.positive() && c.minAllocatableOK(a.freeQ) && !offerCand {
+			t.Fatalf("agent %s: free %v passes the minimum but is not an offer candidate", a.id, a.freeQ)
+		}
+		if offerCand && !cand || c.slots[a.slot] != a {
+			t.Fatalf("agent %s: candidate bits or slot %d out of step", a.id, a.slot)
 		}
 	}
 	for _, f := range c.frameworks {

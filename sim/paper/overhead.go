@@ -294,6 +294,10 @@ func overheadPoint(ctx context.Context, env Env, cfg OverheadConfig, agents int)
 		if err != nil {
 			return nil, fmt.Errorf("probe %d: %w", i, err)
 		}
+		if r.running > slowProbe {
+			env.logf("overhead: %d agents: probe %d: TASK_RUNNING after %v (subscribed after %v, offered %v, launched %v)",
+				agents, i, r.running, r.subscribed, r.offered, r.launched)
+		}
 		total = append(total, ms(r.running))
 		sub = append(sub, ms(r.subscribed))
 		offer = append(offer, ms(r.offered-r.subscribed))
@@ -308,6 +312,10 @@ func overheadPoint(ctx context.Context, env Env, cfg OverheadConfig, agents int)
 	pt.SubscribeP50MS, pt.OfferP50MS, pt.LaunchP50MS = quantile(sub, 0.5), quantile(offer, 0.5), quantile(launch, 0.5)
 	return pt, nil
 }
+
+// slowProbe: a probe slower than the target's 99th percentile is logged
+// with its phases (-v), to say where its time went.
+const slowProbe = 100 * time.Millisecond
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
