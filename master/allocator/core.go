@@ -36,7 +36,7 @@ type core struct {
 	// offered nothing, and a run skips them without touching them: in a
 	// cluster full of tasks, agents with only disk and ports left. At
 	// 50,000 such agents every run visited them all (Fig. 10).
-	offerCand slotSet
+	offerCand  slotSet
 	agentSeq   uint64
 	nodeSeq    uint64 // framework sorter nodes created (filter bits)
 	frameworks map[string]*framework
