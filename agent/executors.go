@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"iter"
 	"time"
 
 	"mezzo/agent/containerizer"
@@ -96,6 +97,22 @@ func (a *core) registrationTimeout(e *executor) {
 
 // destroyContainer kills the executor's container off the loop; the exit
 // arrives through the container's waiter.
+// liveExecutors yields every executor not yet terminated (ending ones
+// included): frameworks in the order they came, each one's executors in
+// launch order.
+func (a *core) liveExecutors() iter.Seq[*executor] {
+	return func(yield func(*executor) bool) {
+		for _, fid := range a.fwOrder {
+			fw := a.frameworks[fid]
+			for _, eid := range fw.order {
+				if e := fw.executors[eid]; e != nil && e.phase != phaseTerminated && !yield(e) {
+					return
+				}
+			}
+		}
+	}
+}
+
 func (a *core) destroyContainer(e *executor, grace time.Duration) {
 	a.destroy(e.containerID, grace)
 }

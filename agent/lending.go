@@ -131,12 +131,9 @@ func (a *core) planLentEviction(need resources.Resources) bool {
 // ending). It runs on every launch, so it reads the protos rather than
 // building Resources.
 func (a *core) lentHeld() bool {
-	for _, fid := range a.fwOrder {
-		fw := a.frameworks[fid]
-		for _, eid := range fw.order {
-			if e := fw.executors[eid]; e != nil && e.phase != phaseTerminated && e.holdsLent() {
-				return true
-			}
+	for e := range a.liveExecutors() {
+		if e.holdsLent() {
+			return true
 		}
 	}
 	return false
@@ -156,29 +153,22 @@ func (e *executor) holdsLent() bool {
 // evictionHolders is every container as PlanEviction sees it.
 func (a *core) evictionHolders() []oversub.Holder {
 	var out []oversub.Holder
-	for _, fid := range a.fwOrder {
-		fw := a.frameworks[fid]
-		for _, eid := range fw.order {
-			e := fw.executors[eid]
-			if e == nil || e.phase == phaseTerminated {
-				continue
-			}
-			all := e.accounted()
-			h := oversub.Holder{ContainerID: e.containerID, FrameworkID: fw.id, ExecutorID: e.id, Started: e.started}
-			switch {
-			case e.phase == phaseTerminating:
-				h.Evicting = true
-				h.Resources = all.NonRevocable().Add(all.Lent())
-			case !all.Lent().IsEmpty():
-				h.Tenant = true
-				h.Resources = all.NonRevocable().Add(all.Lent())
-			default:
-				// Regular, or estimator slack whose regular part counts
-				// (its slack is not part of the total).
-				h.Resources = all.NonRevocable()
-			}
-			out = append(out, h)
+	for e := range a.liveExecutors() {
+		all := e.accounted()
+		h := oversub.Holder{ContainerID: e.containerID, FrameworkID: e.fw.id, ExecutorID: e.id, Started: e.started}
+		switch {
+		case e.phase == phaseTerminating:
+			h.Evicting = true
+			h.Resources = all.NonRevocable().Add(all.Lent())
+		case !all.Lent().IsEmpty():
+			h.Tenant = true
+			h.Resources = all.NonRevocable().Add(all.Lent())
+		default:
+			// Regular, or estimator slack whose regular part counts
+			// (its slack is not part of the total).
+			h.Resources = all.NonRevocable()
 		}
+		out = append(out, h)
 	}
 	return out
 }

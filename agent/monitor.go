@@ -60,42 +60,32 @@ func (b backend) Containers() ([]httpapi.ContainerUsage, error) {
 // monitoredContainers lists the executors whose container runs (loop).
 func (a *Agent) monitoredContainers() []monitored {
 	var out []monitored
-	for _, fid := range a.fwOrder {
-		fw := a.frameworks[fid]
-		for _, eid := range fw.order {
-			e := fw.executors[eid]
-			if e == nil || e.phase == phaseTerminated || e.launching || e.pid == 0 {
+	for e := range a.liveExecutors() {
+		if e.launching || e.pid == 0 {
+			continue
+		}
+		m := monitored{usage: httpapi.ContainerUsage{
+			FrameworkID:  e.fw.id,
+			ExecutorID:   e.id,
+			ExecutorName: e.info.GetName(),
+			Source:       e.info.GetSource(),
+			ContainerID:  e.containerID,
+			ExecutorPid:  e.pid,
+		}}
+		for _, r := range e.allocation() {
+			if r.GetType() != mesos.Value_SCALAR {
 				continue
 			}
-			m := monitored{usage: httpapi.ContainerUsage{
-				FrameworkID:  fw.id,
-				ExecutorID:   e.id,
-				ExecutorName: e.info.GetName(),
-				Source:       e.info.GetSource(),
-				ContainerID:  e.containerID,
-				ExecutorPid:  e.pid,
-			}}
-			add := func(rs []*mesos.Resource) {
-				for _, r := range rs {
-					if r.GetType() != mesos.Value_SCALAR {
-						continue
-					}
-					switch r.GetName() {
-					case "cpus":
-						m.cpus += r.GetScalar().GetValue()
-						m.hasCPU = true
-					case "mem":
-						m.memMB += r.GetScalar().GetValue()
-						m.hasMB = true
-					}
-				}
+			switch r.GetName() {
+			case "cpus":
+				m.cpus += r.GetScalar().GetValue()
+				m.hasCPU = true
+			case "mem":
+				m.memMB += r.GetScalar().GetValue()
+				m.hasMB = true
 			}
-			add(e.info.GetResources())
-			for _, t := range e.liveTasks() {
-				add(t.t.GetResources())
-			}
-			out = append(out, m)
 		}
+		out = append(out, m)
 	}
 	return out
 }

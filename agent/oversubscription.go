@@ -268,25 +268,20 @@ func (a *core) goneState(fw *framework) mesos.TaskState {
 // revocableLive reports whether a live container holds revocable
 // resources (four times a second: it reads the protos).
 func (a *core) revocableLive() bool {
-	for _, fid := range a.fwOrder {
-		fw := a.frameworks[fid]
-		for _, eid := range fw.order {
-			if e := fw.executors[eid]; e != nil && e.phase != phaseTerminated && e.revocable() {
-				return true
-			}
+	for e := range a.liveExecutors() {
+		if e.revocable() {
+			return true
 		}
 	}
 	return false
 }
 
-// executorByContainer finds the executor running in a container.
+// executorByContainer finds the live executor running in a container (nil
+// if it has terminated or is unknown).
 func (a *core) executorByContainer(id string) *executor {
-	for _, fid := range a.fwOrder {
-		fw := a.frameworks[fid]
-		for _, eid := range fw.order {
-			if e := fw.executors[eid]; e != nil && e.containerID == id {
-				return e
-			}
+	for e := range a.liveExecutors() {
+		if e.containerID == id {
+			return e
 		}
 	}
 	return nil
@@ -320,22 +315,18 @@ func (e *executor) revocable() bool {
 // one at its allocation.
 func (a *core) usageSnapshot() oversub.Snapshot {
 	s := oversub.Snapshot{Total: a.total.NonRevocable()}
-	for _, fid := range a.fwOrder {
-		fw := a.frameworks[fid]
-		for _, eid := range fw.order {
-			e := fw.executors[eid]
-			if e == nil || e.phase == phaseTerminated || e.containerID == "" {
-				continue
-			}
-			alloc, err := resources.FromProto(e.allocation())
-			if err != nil {
-				a.log.Debug("leaving a container out of the usage snapshot", "executor", e.id, "err", err)
-				continue
-			}
-			s.Containers = append(s.Containers, oversub.ContainerUsage{
-				ContainerID: e.containerID, FrameworkID: fw.id, ExecutorID: e.id, Allocated: alloc,
-			})
+	for e := range a.liveExecutors() {
+		if e.containerID == "" {
+			continue
 		}
+		alloc, err := resources.FromProto(e.allocation())
+		if err != nil {
+			a.log.Debug("leaving a container out of the usage snapshot", "executor", e.id, "err", err)
+			continue
+		}
+		s.Containers = append(s.Containers, oversub.ContainerUsage{
+			ContainerID: e.containerID, FrameworkID: e.fw.id, ExecutorID: e.id, Allocated: alloc,
+		})
 	}
 	return s
 }

@@ -631,7 +631,10 @@ func TestInvalidOffersDropOperations(t *testing.T) {
 }
 
 // declineAll declines every offer the framework holds, with no filter.
-func (f *fakeFramework) declineAll(offers []*mesos.Offer) {
+func (f *fakeFramework) declineAll(offers []*mesos.Offer) { f.declineFor(offers, 0) }
+
+// declineFor declines offers with a filter of secs seconds.
+func (f *fakeFramework) declineFor(offers []*mesos.Offer, secs float64) {
 	if len(offers) == 0 {
 		return
 	}
@@ -640,7 +643,7 @@ func (f *fakeFramework) declineAll(offers []*mesos.Offer) {
 		ids = append(ids, o.GetId())
 	}
 	f.mustCall(&schedulerpb.Call{Type: schedulerpb.Call_DECLINE.Enum(),
-		Decline: &schedulerpb.Call_Decline{OfferIds: ids, Filters: &mesos.Filters{RefuseSeconds: proto.Float64(0)}}})
+		Decline: &schedulerpb.Call_Decline{OfferIds: ids, Filters: &mesos.Filters{RefuseSeconds: proto.Float64(secs)}}})
 }
 
 func offered(offers []*mesos.Offer) resources.Resources {

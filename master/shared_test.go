@@ -33,19 +33,6 @@ func holds(offers []*mesos.Offer, vol *mesos.Resource) bool {
 	return !v.SharedIn(offered(offers).WithoutAllocationInfo()).IsEmpty()
 }
 
-// declineFor declines offers with a filter of secs seconds.
-func declineFor(f *fakeFramework, offers []*mesos.Offer, secs float64) {
-	if len(offers) == 0 {
-		return
-	}
-	var ids []*mesos.OfferID
-	for _, o := range offers {
-		ids = append(ids, o.GetId())
-	}
-	f.mustCall(&schedulerpb.Call{Type: schedulerpb.Call_DECLINE.Enum(),
-		Decline: &schedulerpb.Call_Decline{OfferIds: ids, Filters: &mesos.Filters{RefuseSeconds: proto.Float64(secs)}}})
-}
-
 // Shared persistent volumes end to end with the real allocator (issue 12):
 // two frameworks of the role run tasks on one volume at once (one of them
 // two tasks from one offer's copy); a framework of the role without
@@ -86,7 +73,7 @@ func TestSharedVolumeTwoFrameworks(t *testing.T) {
 		if o := fno.offers(); holds(o, vol) {
 			t.Fatalf("round %d: fno (no SHARED_RESOURCES) was offered the shared volume: %v", i, offered(o))
 		} else {
-			declineFor(fno, o, 3600) // let fa and fb have the agent
+			fno.declineFor(o, 3600) // let fa and fb have the agent
 		}
 		fa.declineAll(fa.offers())
 		o := fb.offers()
@@ -121,7 +108,7 @@ func TestSharedVolumeTwoFrameworks(t *testing.T) {
 			if o := fno.offers(); holds(o, vol) {
 				t.Fatalf("fno was offered the shared volume: %v", offered(o))
 			} else {
-				declineFor(fno, o, 3600)
+				fno.declineFor(o, 3600)
 			}
 			for _, f := range []*fakeFramework{fa, fb} {
 				o := f.offers()

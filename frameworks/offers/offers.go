@@ -56,21 +56,17 @@ func ParseNeed(text string) (Need, error) {
 	return n, nil
 }
 
-// String renders the need as ParseNeed reads it, names sorted.
+// String renders the need as ParseNeed reads it: the scalars as the
+// scheduler's Need renders them (names sorted), then the ports.
 func (n Need) String() string {
-	names := make([]string, 0, len(n.Scalars))
-	for k := range n.Scalars {
-		names = append(names, k)
-	}
-	slices.Sort(names)
-	var parts []string
-	for _, k := range names {
-		parts = append(parts, fmt.Sprintf("%s:%g", k, n.Scalars[k]))
-	}
+	s := scheduler.Need{Scalars: n.Scalars}.String()
 	if n.Ports > 0 {
-		parts = append(parts, fmt.Sprintf("ports:%d", n.Ports))
+		if s != "" {
+			s += ";"
+		}
+		s += fmt.Sprintf("ports:%d", n.Ports)
 	}
-	return strings.Join(parts, ";")
+	return s
 }
 
 // Scalar is the need's quantity of name (0 if it asks for none).
