@@ -216,7 +216,7 @@ func (s *state) connectAgent(a *agent, st *AgentStream, now time.Time) {
 	a.connected = !st.q.isClosed()
 	a.misses = 0
 	a.pongPending = false
-	s.setNextPing(a, now.Add(s.cfg.AgentPingTimeout))
+	s.setNextPing(a, s.firstPing(a, now))
 	s.dirty = true
 	ev := s.agentEvent(protocol.AgentEvent_SUBSCRIBED)
 	ev.Subscribed = &protocol.AgentEvent_Subscribed{

@@ -1,6 +1,7 @@
 package master
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -694,6 +695,42 @@ func TestAgentPingTimeouts(t *testing.T) {
 	}
 	if len(h.s.frameworks[pa.id].unreachableTasks) != 0 {
 		t.Fatal("task still listed unreachable")
+	}
+}
+
+// Agents that subscribe at one instant (a new leader's re-registration
+// storm) are first pinged spread over one ping timeout, each exactly once,
+// not all together a timeout later.
+func TestAgentFirstPingsSpread(t *testing.T) {
+	h := newHarness(t)
+	const n, slices = 200, 10
+	agents := make([]*fakeAgent, n)
+	for i := range agents {
+		agents[i] = h.addAgent(fmt.Sprintf("a%d", i), "cpus:1;mem:64")
+	}
+	pinged := make([]int, n)
+	for slice := 0; slice < slices; slice++ {
+		h.advance(DefaultAgentPingTimeout / slices)
+		inSlice := 0
+		for i, a := range agents {
+			for _, ev := range a.drain() {
+				if ev.GetType() == protocol.AgentEvent_PING {
+					pinged[i]++
+					inSlice++
+					a.call(&protocol.AgentCall{Type: protocol.AgentCall_PONG.Enum()})
+				}
+			}
+		}
+		// 20 per slice on average; all 200 in one slice is what this
+		// guards against.
+		if inSlice > 3*n/slices {
+			t.Errorf("slice %d: %d of %d agents pinged", slice, inSlice, n)
+		}
+	}
+	for i, c := range pinged {
+		if c != 1 {
+			t.Errorf("agent %d pinged %d times in the first ping timeout, want 1", i, c)
+		}
 	}
 }
 
