@@ -34,6 +34,8 @@ type pureAgent struct {
 	upd   *recUpdates
 	calls *recCalls
 	names map[string]string // container ID → executor ID, for readable transcripts
+	// updateErr, when set, is what container updates fail with.
+	updateErr error
 }
 
 // effectLog is the shared transcript of every sink.
@@ -159,6 +161,16 @@ func (c recContainers) start(e *executor, cfg containerizer.ContainerConfig, uri
 
 func (c recContainers) destroy(id string, grace time.Duration) {
 	c.p.fx.add("destroy %s grace=%v", c.p.names[id], grace)
+}
+
+func (c recContainers) update(id string, rs []*mesos.Resource) error {
+	r, err := resources.FromProto(rs)
+	if err != nil {
+		c.p.fx.add("resize %s invalid: %v", c.p.names[id], err)
+		return err
+	}
+	c.p.fx.add("resize %s %s", c.p.names[id], r.WithoutAllocationInfo())
+	return c.p.updateErr
 }
 
 // recCalls records calls to the master; with down set it refuses them, as

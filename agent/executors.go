@@ -2,6 +2,7 @@ package agent
 
 import (
 	"iter"
+	"slices"
 	"time"
 
 	"mezzo/agent/containerizer"
@@ -61,6 +62,9 @@ func (a *Agent) launched(e *executor, c containerizer.Container) {
 	if e.direct {
 		a.directLaunched(e)
 		return
+	}
+	if err := a.resize(e, nil); err != nil {
+		a.failJoinedDuringLaunch(e, err)
 	}
 	if e.phase == phaseTerminating && e.conn == nil {
 		a.destroyContainer(e, 0)
@@ -372,6 +376,56 @@ func contains(s []string, x string) bool {
 	return false
 }
 
+// resize sizes a container that is up for what its executor now holds
+// (its own resources, its live tasks' and more, the tasks about to join),
+// as Mesos's agent updates its containerizer when a running executor gets
+// a task or one of its tasks ends. A container still launching is sized
+// when it has launched; a direct task's holds that one task; one being
+// torn down is left alone.
+func (a *core) resize(e *executor, more []*mesos.Resource) error {
+	if e.launching || e.direct || e.phase == phaseTerminating || e.phase == phaseTerminated {
+		return nil
+	}
+	want := append(e.allocation(), more...)
+	if slices.EqualFunc(want, e.sized, func(x, y *mesos.Resource) bool { return proto.Equal(x, y) }) {
+		return nil
+	}
+	if err := a.containers.update(e.containerID, want); err != nil {
+		return err
+	}
+	e.sized = want
+	return nil
+}
+
+// resizeOrWarn is resize when nothing waits on its outcome: a container
+// that cannot shrink keeps its larger limits.
+func (a *core) resizeOrWarn(e *executor) {
+	if err := a.resize(e, nil); err != nil {
+		a.log.Warn("resizing container", "framework", e.fw.id, "executor", e.id, "container", e.containerID, "err", err)
+	}
+}
+
+// failJoinedDuringLaunch fails the tasks that joined an executor while its
+// container was launching when the container cannot grow to hold them:
+// not yet delivered, they end TASK_FAILED as a task refused at a running
+// executor does (handleStatus then sizes the container back down), and
+// the tasks the container was launched for go on.
+func (a *core) failJoinedDuringLaunch(e *executor, err error) {
+	kept := e.queue[:0]
+	for _, item := range e.queue {
+		ids := item.taskIDs()
+		if slices.ContainsFunc(ids, func(id string) bool { return contains(e.launchedWith, id) }) {
+			kept = append(kept, item)
+			continue
+		}
+		for _, id := range ids {
+			a.agentUpdate(e.fw, e, id, mesos.TaskState_TASK_FAILED, mesos.TaskStatus_REASON_CONTAINER_UPDATE_FAILED,
+				"Failed to update container: "+err.Error())
+		}
+	}
+	e.queue = kept
+}
+
 // acknowledge hands the scheduler's acknowledgement to the status update
 // manager; an acknowledged terminal update completes the task.
 func (a *core) acknowledge(m *protocol.AgentEvent_Acknowledge) {
@@ -486,6 +540,9 @@ func (a *core) handleStatus(fid string, checkpoint bool, e *executor, st *mesos.
 	if e != nil {
 		if e.updateTaskState(st) && mesos.IsTerminal(st.GetState()) {
 			a.countTerminal(st.GetState())
+			if len(e.liveTasks()) > 0 {
+				a.resizeOrWarn(e)
+			}
 		}
 	} else if mesos.IsTerminal(st.GetState()) {
 		a.countTerminal(st.GetState())

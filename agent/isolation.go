@@ -166,9 +166,19 @@ func (c cgroupsUsager) BeforeKill(id string) error {
 	return nil
 }
 
+// Update implements containerizer.UpdatingIsolator by forwarding to the
+// cgroups isolator (resizing a container whose executor's tasks changed).
+func (c cgroupsUsager) Update(ctx context.Context, id string, rs []*mesos.Resource) error {
+	if u, ok := c.Isolator.(containerizer.UpdatingIsolator); ok {
+		return u.Update(ctx, id, rs)
+	}
+	return nil
+}
+
 var (
 	_ containerizer.RecoveringIsolator = cgroupsUsager{}
 	_ containerizer.Killer             = cgroupsUsager{}
+	_ containerizer.UpdatingIsolator   = cgroupsUsager{}
 )
 
 type cgroupsLimiter struct {

@@ -174,8 +174,20 @@ func (a *Agent) launchNow(fw *framework, info *mesos.ExecutorInfo, kind executor
 		tasks = item.group.GetTasks()
 	}
 	if !created {
-		// The container exists (or is being made for earlier tasks).
-		if err := a.volumesForRunning(e, tasks); err != nil {
+		// The container exists (or is being made for earlier tasks): it
+		// grows to hold the tasks before they are added, and gets their
+		// persistent volumes.
+		var more []*mesos.Resource
+		for _, t := range tasks {
+			more = append(more, t.GetResources()...)
+		}
+		err := a.resize(e, more)
+		if err == nil {
+			if err = a.volumesForRunning(e, tasks); err != nil {
+				a.resizeOrWarn(e) // back to what it holds
+			}
+		}
+		if err != nil {
 			for _, id := range ids {
 				a.agentUpdate(fw, nil, id, mesos.TaskState_TASK_FAILED, mesos.TaskStatus_REASON_CONTAINER_UPDATE_FAILED,
 					"Failed to update container: "+err.Error())
@@ -268,8 +280,7 @@ func (a *Agent) executorDir(fwID, execID string) string {
 //
 // The container is sized for the executor and the tasks it is launched
 // for, as Mesos sizes a container for its executor plus tasks (cpu shares,
-// memory limit). Tasks a running executor gets later do not grow its
-// limits (the containerizer has no update call yet).
+// memory limit); resize follows the tasks it gets or loses later.
 func (a *Agent) newExecutor(fw *framework, info *mesos.ExecutorInfo, kind executorKind, first launchItem) *executor {
 	cid := uuid.NewString()
 	e := &executor{
@@ -310,6 +321,7 @@ func (a *Agent) newExecutor(fw *framework, info *mesos.ExecutorInfo, kind execut
 	for _, t := range tasks {
 		cfg.Resources = append(cfg.Resources, t.GetResources()...)
 	}
+	e.sized, e.launchedWith = cfg.Resources, first.taskIDs()
 	if err == nil {
 		// The persistent volumes of the executor and of the tasks it is
 		// launched with are set up with the container (volumes.go).

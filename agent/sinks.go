@@ -28,6 +28,10 @@ type containerSink interface {
 	// destroy kills a container: the stop signal, then SIGKILL after
 	// grace; its end arrives through start's wait.
 	destroy(containerID string, grace time.Duration)
+	// update sizes a live container for resources (the executor's and
+	// its live tasks'). It runs on the loop, as the checkpoints do: a
+	// task must not reach its executor before the container can hold it.
+	update(containerID string, resources []*mesos.Resource) error
 }
 
 // updateSink is the status update manager as the loop uses it
@@ -91,6 +95,17 @@ type liveContainers struct{ a *Agent }
 
 func (c liveContainers) start(e *executor, cfg containerizer.ContainerConfig, uris []*mesos.CommandInfo_URI, fetch fetcher.Options, direct *mesos.TaskInfo) {
 	go c.a.startContainer(e, cfg, uris, fetch, direct)
+}
+
+// update resizes a container through the containerizer, if it can.
+func (c liveContainers) update(id string, rs []*mesos.Resource) error {
+	u, ok := c.a.cz.(containerizer.Updater)
+	if !ok {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return u.Update(ctx, id, rs)
 }
 
 // destroy kills a container off the loop, counting failures.

@@ -103,6 +103,10 @@ type executor struct {
 	// launching: the fetch and process start are in flight.
 	launching bool
 	launchErr error
+	// sized is what the container's limits were last set for (at launch,
+	// then by resize); launchedWith are the tasks it was launched for.
+	sized        []*mesos.Resource
+	launchedWith []string
 
 	queue     []launchItem // awaiting subscription
 	tasks     map[string]*task

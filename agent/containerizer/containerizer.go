@@ -147,6 +147,16 @@ type UsageReporter interface {
 	Usage(ctx context.Context, id string) (*mesos.ResourceStatistics, error)
 }
 
+// Updater changes a live container's limits: the agent calls it when a
+// running executor gets more tasks or one of its tasks ends, as Mesos's
+// agent calls its containerizer's update.
+type Updater interface {
+	// Update sizes the container for resources, the executor's and its
+	// live tasks' together. An unknown or ended container is
+	// ErrUnknownContainer.
+	Update(ctx context.Context, id string, resources []*mesos.Resource) error
+}
+
 // Recoverer re-attaches to containers after an agent restart.
 type Recoverer interface {
 	// Recover re-attaches to the containers a previous process launched
@@ -162,6 +172,7 @@ var (
 	_ LimitationReporter = (*Mesos)(nil)
 	_ UsageReporter      = (*Mesos)(nil)
 	_ Recoverer          = (*Mesos)(nil)
+	_ Updater            = (*Mesos)(nil)
 )
 
 // Recovered is a container found by Recover.

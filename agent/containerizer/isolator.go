@@ -50,6 +50,15 @@ type Killer interface {
 	BeforeKill(containerID string) error
 }
 
+// UpdatingIsolator is an optional interface of isolators whose limits
+// follow the container's resources (cgroups' cpu shares and memory limit).
+// The mesos containerizer's Update calls it on each in turn, stopping at
+// the first error.
+type UpdatingIsolator interface {
+	Isolator
+	Update(ctx context.Context, containerID string, resources []*mesos.Resource) error
+}
+
 // RecoveringIsolator is an optional interface of isolators that keep state
 // outside the process (cgroups). After an agent restart the mesos
 // containerizer's Recover calls Recover once, before it waits on any

@@ -417,6 +417,25 @@ func (m *Mesos) beforeKill(id string) {
 	}
 }
 
+// Update implements Updater: each UpdatingIsolator in turn sizes the live
+// container for resources.
+func (m *Mesos) Update(ctx context.Context, id string, resources []*mesos.Resource) error {
+	m.mu.Lock()
+	p := m.live[id]
+	m.mu.Unlock()
+	if p == nil || p.pid == 0 {
+		return fmt.Errorf("update %s: %w", id, ErrUnknownContainer)
+	}
+	for _, iso := range m.isolators {
+		if u, ok := iso.(UpdatingIsolator); ok {
+			if err := u.Update(ctx, id, resources); err != nil {
+				return fmt.Errorf("update %s: isolator %s: %w", id, iso.Name(), err)
+			}
+		}
+	}
+	return nil
+}
+
 // Limitation implements Containerizer.
 func (m *Mesos) Limitation(id string) (Limitation, bool) {
 	m.mu.Lock()

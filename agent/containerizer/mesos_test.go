@@ -3,6 +3,7 @@ package containerizer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
+	"mezzo/api/mesos"
 	"mezzo/internal/clock"
 )
 
@@ -390,5 +394,53 @@ func TestDestroyCallsBeforeKill(t *testing.T) {
 	}
 	if len(iso.alive) != 0 {
 		t.Error("BeforeKill ran more than once")
+	}
+}
+
+// updatingIsolator records Update calls; it fails when told to.
+type updatingIsolator struct {
+	recordingIsolator
+	name    string
+	fail    bool
+	updated []string
+}
+
+func (u *updatingIsolator) Name() string { return u.name }
+func (u *updatingIsolator) Update(_ context.Context, id string, rs []*mesos.Resource) error {
+	u.updated = append(u.updated, fmt.Sprintf("%s:%d", id, len(rs)))
+	if u.fail {
+		return errors.New("no such cgroup")
+	}
+	return nil
+}
+
+// TestUpdate: Update hands a live container's new resources to every
+// UpdatingIsolator in turn, stops at the first failure (naming the
+// isolator), and refuses a container it does not run.
+func TestUpdate(t *testing.T) {
+	m := newTestMesos(t, nil)
+	a, b := &updatingIsolator{name: "a"}, &updatingIsolator{name: "b"}
+	m.isolators = []Isolator{a, &recordingIsolator{}, b}
+	if _, err := m.Launch(waitCtx(t), shell("u", t.TempDir(), `sleep 60`)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Destroy(context.Background(), "u", 0) })
+	rs := []*mesos.Resource{{Name: proto.String("cpus")}, {Name: proto.String("mem")}}
+	if err := m.Update(waitCtx(t), "u", rs); err != nil {
+		t.Fatal(err)
+	}
+	if len(a.updated) != 1 || a.updated[0] != "u:2" || len(b.updated) != 1 {
+		t.Errorf("updates: a %v, b %v", a.updated, b.updated)
+	}
+	a.fail = true
+	err := m.Update(waitCtx(t), "u", rs)
+	if err == nil || !strings.Contains(err.Error(), "isolator a") {
+		t.Errorf("failing isolator: err %v", err)
+	}
+	if len(b.updated) != 1 {
+		t.Error("the isolator after a failed one was updated")
+	}
+	if err := m.Update(waitCtx(t), "nope", rs); !errors.Is(err, ErrUnknownContainer) {
+		t.Errorf("unknown container: err %v", err)
 	}
 }

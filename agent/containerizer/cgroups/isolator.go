@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"mezzo/agent/containerizer"
+	"mezzo/api/mesos"
 )
 
 // Limiter is implemented by isolators that can detect a container
@@ -126,6 +127,17 @@ func (i *Isolator) BeforeKill(containerID string) error {
 		return nil
 	}
 	return i.m.Unthrottle(containerID)
+}
+
+// Update implements containerizer.UpdatingIsolator: each of the
+// isolator's controllers is sized for resources (Manager.Update).
+func (i *Isolator) Update(_ context.Context, containerID string, resources []*mesos.Resource) error {
+	for _, c := range i.ctrls {
+		if err := i.m.Update(containerID, c, resources); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Usage implements Usager. The statistics are stamped when the counters
