@@ -216,7 +216,15 @@ func (m *Mesos) start(ctx context.Context, cfg *ContainerConfig, p *proc) (Conta
 // startCmd starts cmd, first running setup on the OS thread that forks it
 // (LaunchSpec.OnForkThread) and undoing it there afterwards. That thread
 // is locked to its goroutine and never unlocked, so Go terminates it when
-// the goroutine returns instead of reusing it.
+// the goroutine returns instead of reusing it: whatever the setup did to
+// it (an undo that failed) ends with it.
+//
+// Except on the main thread, which Go wedges instead of ending: had its
+// undo failed, it would stay in the container's cgroups for good, and the
+// kill that freezes the container would freeze the agent (an agent thread
+// was once found in a container's freezer cgroup). So a goroutine that
+// lands on the main thread keeps it (the goroutine it starts then cannot
+// run there) and forks from another.
 func startCmd(cmd *exec.Cmd, setup []func(tid int) (func(), error)) error {
 	if len(setup) == 0 {
 		return cmd.Start()
@@ -224,24 +232,36 @@ func startCmd(cmd *exec.Cmd, setup []func(tid int) (func(), error)) error {
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
-		tid := syscall.Gettid()
-		var undos []func()
-		err := func() error {
-			for _, f := range setup {
-				undo, err := f(tid)
-				if err != nil {
-					return err
-				}
-				undos = append(undos, undo)
-			}
-			return cmd.Start()
-		}()
-		for i := len(undos) - 1; i >= 0; i-- {
-			undos[i]()
+		err := startLocked(cmd, setup)
+		if syscall.Gettid() == syscall.Getpid() {
+			runtime.UnlockOSThread() // the main thread, which did not fork
 		}
 		errc <- err
 	}()
 	return <-errc
+}
+
+// startLocked is startCmd's work on a goroutine locked to its thread.
+func startLocked(cmd *exec.Cmd, setup []func(tid int) (func(), error)) error {
+	tid := syscall.Gettid()
+	if tid == syscall.Getpid() {
+		return startCmd(cmd, setup)
+	}
+	var undos []func()
+	err := func() error {
+		for _, f := range setup {
+			undo, err := f(tid)
+			if err != nil {
+				return err
+			}
+			undos = append(undos, undo)
+		}
+		return cmd.Start()
+	}()
+	for i := len(undos) - 1; i >= 0; i-- {
+		undos[i]()
+	}
+	return err
 }
 
 func openLog(path string) (*os.File, error) {
