@@ -1,17 +1,14 @@
 package agent
 
 import (
-	"fmt"
 	"log/slog"
 	"math"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"mezzo/agent/containerizer/cgroups"
 	"mezzo/agent/oversub"
 	"mezzo/api/mesos"
 	"mezzo/api/protocol"
@@ -167,15 +164,7 @@ func TestInterferenceControllerRealProcesses(t *testing.T) {
 	}
 	bin, _ := e2eBinaries(t)
 	m := newFakeMaster(t)
-	root := fmt.Sprintf("mezzo-test-%d-interference", os.Getpid())
-	t.Cleanup(func() {
-		// After the agent stopped (cleanups run last first): its root cgroups.
-		_ = cgroups.Configure(cgroups.DefaultConfig())
-		dirs, _ := filepath.Glob("/sys/fs/cgroup/*/" + root)
-		for _, d := range dirs {
-			_ = os.Remove(d)
-		}
-	})
+	root := testCgroupsRoot(t, "interference")
 	ta := startTestAgent(t, m, func(c *Config) {
 		c.LauncherPath = bin
 		c.Clock = nil // the controller's rates come from real cpu time over real time

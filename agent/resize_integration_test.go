@@ -23,14 +23,7 @@ func TestContainerGrowsWithTasksRealCgroups(t *testing.T) {
 		t.Skipf("needs cgroups: %v", err)
 	}
 	m := newFakeMaster(t)
-	root := fmt.Sprintf("mezzo-test-%d-resize", os.Getpid())
-	t.Cleanup(func() {
-		_ = cgroups.Configure(cgroups.DefaultConfig())
-		dirs, _ := filepath.Glob("/sys/fs/cgroup/*/" + root)
-		for _, d := range dirs {
-			_ = os.Remove(d)
-		}
-	})
+	root := testCgroupsRoot(t, "resize")
 	startTestAgent(t, m, func(c *Config) {
 		c.Isolation = isolation
 		c.Cgroups.Root = root
@@ -72,6 +65,21 @@ func TestContainerGrowsWithTasksRealCgroups(t *testing.T) {
 			t.Errorf("after %s: cpu.shares %d, memory limit %d MB; want %d and %d", step.id, shares, mem, step.shares, step.memMB)
 		}
 	}
+}
+
+// testCgroupsRoot is a --cgroups_root for one test's agent, removed (with
+// the process-wide cgroups configuration reset) once the agent has
+// stopped: cleanups run last first, and the agent's was registered later.
+func testCgroupsRoot(t *testing.T, name string) string {
+	root := fmt.Sprintf("mezzo-test-%d-%s", os.Getpid(), name)
+	t.Cleanup(func() {
+		_ = cgroups.Configure(cgroups.DefaultConfig())
+		dirs, _ := filepath.Glob("/sys/fs/cgroup/*/" + root)
+		for _, d := range dirs {
+			_ = os.Remove(d)
+		}
+	})
+	return root
 }
 
 func readInt(t *testing.T, path string) int {

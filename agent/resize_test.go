@@ -18,18 +18,23 @@ func sizedTask(id, res string) *mesos.TaskInfo {
 	return t
 }
 
-// A running executor's container follows its tasks, as Mesos's agent
-// updates its containerizer: it grows before a task that joins is
-// delivered, and shrinks when one of several tasks ends (the last one
-// ending takes the executor with it; nothing to resize).
-func TestPureContainerFollowsTasks(t *testing.T) {
+// runningE1 is an agent whose executor E1 runs task T1 (cpus:1;mem:128).
+func runningE1(t *testing.T) (*pureAgent, *executor) {
 	p := newPureAgent(t)
 	p.runTask(runTaskEv(fwInfo("F1"), sizedTask("T1", "cpus:1;mem:128")))
 	e := p.executor("F1", "E1")
 	p.launched(e, containerizer.Container{ID: e.containerID, Pid: 42})
 	p.subscribe("F1", "E1")
 	p.take()
+	return p, e
+}
 
+// A running executor's container follows its tasks, as Mesos's agent
+// updates its containerizer: it grows before a task that joins is
+// delivered, and shrinks when one of several tasks ends (the last one
+// ending takes the executor with it; nothing to resize).
+func TestPureContainerFollowsTasks(t *testing.T) {
+	p, _ := runningE1(t)
 	p.runTask(runTaskEv(fwInfo("F1"), sizedTask("T2", "cpus:2;mem:256")))
 	p.want(
 		"resize E1 cpus:3.1; mem:416",
@@ -53,12 +58,7 @@ func TestPureContainerFollowsTasks(t *testing.T) {
 // TASK_FAILED with REASON_CONTAINER_UPDATE_FAILED, never delivered, and
 // the executor's other task goes on.
 func TestPureContainerUpdateFails(t *testing.T) {
-	p := newPureAgent(t)
-	p.runTask(runTaskEv(fwInfo("F1"), sizedTask("T1", "cpus:1;mem:128")))
-	e := p.executor("F1", "E1")
-	p.launched(e, containerizer.Container{ID: e.containerID, Pid: 42})
-	p.subscribe("F1", "E1")
-	p.take()
+	p, e := runningE1(t)
 
 	p.updateErr = errors.New("cgroup gone")
 	p.runTask(runTaskEv(fwInfo("F1"), sizedTask("T2", "cpus:2;mem:256")))

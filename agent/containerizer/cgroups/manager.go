@@ -191,15 +191,9 @@ func (m *Manager) Prepare(id string, c Controller, rs []*mesos.Resource, spec *c
 	if err := m.Check(c); err != nil {
 		return err
 	}
-	lim, err := LimitsOf(rs)
+	lim, err := limitsFor(c, rs)
 	if err != nil {
 		return err
-	}
-	if c == CPU && lim.CPUs == 0 {
-		return errors.New("cgroups: no 'cpus' resource given for the container")
-	}
-	if c == Memory && lim.MemBytes == 0 {
-		return errors.New("cgroups: no 'mem' resource given for the container")
 	}
 
 	m.mu.Lock()
@@ -248,6 +242,21 @@ func (m *Manager) Prepare(id string, c Controller, rs []*mesos.Resource, spec *c
 		spec.SysProcAttr.CgroupFD = int(g.cgfd.Fd())
 	}
 	return nil
+}
+
+// limitsFor is LimitsOf for controller c, which needs its resource.
+func limitsFor(c Controller, rs []*mesos.Resource) (Limits, error) {
+	lim, err := LimitsOf(rs)
+	if err != nil {
+		return Limits{}, err
+	}
+	if c == CPU && lim.CPUs == 0 {
+		return Limits{}, errors.New("cgroups: no 'cpus' resource given for the container")
+	}
+	if c == Memory && lim.MemBytes == 0 {
+		return Limits{}, errors.New("cgroups: no 'mem' resource given for the container")
+	}
+	return lim, nil
 }
 
 // createLocked makes the cgroups of controller c (and on v1 the freezer

@@ -31,15 +31,9 @@ func (m *Manager) Update(id string, c Controller, rs []*mesos.Resource) error {
 	if c != CPU && c != Memory {
 		return fmt.Errorf("cgroups: unknown controller %q", c)
 	}
-	lim, err := LimitsOf(rs)
+	lim, err := limitsFor(c, rs)
 	if err != nil {
 		return err
-	}
-	if c == CPU && lim.CPUs == 0 {
-		return errors.New("cgroups: no 'cpus' resource given for the container")
-	}
-	if c == Memory && lim.MemBytes == 0 {
-		return errors.New("cgroups: no 'mem' resource given for the container")
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
