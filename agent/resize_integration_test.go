@@ -84,11 +84,7 @@ func testCgroupsRoot(t *testing.T, name string) string {
 
 func readInt(t *testing.T, path string) int {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	v, err := strconv.Atoi(strings.TrimSpace(readFile(t, path)))
 	if err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
